@@ -1,0 +1,82 @@
+//! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready` and `/metrics`.
+
+mod health;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{debug, warn};
+
+pub use health::Health;
+
+use crate::metrics::Metrics;
+use crate::proxy::stop_requested;
+
+pub struct AdminState {
+    pub health: Arc<Health>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Serves admin requests until `shutdown` turns true.
+pub async fn serve_admin(listener: TcpListener, state: Arc<AdminState>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = stop_requested(&mut shutdown) => return,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    warn!(%error, "admin accept failed");
+                    continue;
+                }
+            },
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(answer(&state, &request)) }
+            });
+            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                debug!(%peer, %error, "admin connection ended with an error");
+            }
+        });
+    }
+}
+
+fn answer(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+    }
+    match request.uri().path() {
+        "/healthz" => text(StatusCode::OK, "ok\n"),
+        "/healthz/ready" => match state.health.not_ready_reason() {
+            None => text(StatusCode::OK, "ok\n"),
+            Some(reason) => text(StatusCode::SERVICE_UNAVAILABLE, &format!("not ready: {reason}\n")),
+        },
+        "/metrics" => {
+            let mut response = text(StatusCode::OK, &state.metrics.render());
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            );
+            response
+        }
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::copy_from_slice(body.as_bytes())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}

@@ -1,0 +1,40 @@
+//! The whole state a source has seen, as typed objects. Every source (manifest files, Kubernetes) produces a
+//! complete `Snapshot`; the table is compiled from it, never patched event by event.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use super::route::Route;
+
+/// `namespace/name`, the key of every namespaced object.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { namespace: namespace.into(), name: name.into() }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub routes: BTreeMap<ObjectKey, Route>,
+    pub services: BTreeMap<ObjectKey, Service>,
+    pub endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
+    /// Core `Endpoints`, keyed like their Service.
+    pub endpoints: BTreeMap<ObjectKey, Endpoints>,
+    /// Cluster-scoped: keyed by name.
+    pub namespaces: BTreeMap<String, Namespace>,
+    pub secrets: BTreeMap<ObjectKey, Secret>,
+}

@@ -1,0 +1,70 @@
+//! Header rules applied in both directions: hop-by-hop headers stay on their hop, `Proxy` never reaches a pod.
+
+use http::header::{self, HeaderMap, HeaderName};
+
+/// Request headers the OpenShift router deletes before forwarding (httpoxy).
+pub const PROXY: HeaderName = HeaderName::from_static("proxy");
+
+const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
+const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+
+/// True when the request asks to switch protocols (WebSocket and friends).
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE)
+        && headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|token| token.trim().eq_ignore_ascii_case("upgrade")))
+}
+
+/// Removes the hop-by-hop headers, including those named by `Connection`, unless the exchange is an upgrade
+/// (then `Connection: upgrade` and `Upgrade` must reach the other side).
+pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
+    if upgrade {
+        headers.remove(KEEP_ALIVE);
+        headers.remove(PROXY_CONNECTION);
+        return;
+    }
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [header::CONNECTION, KEEP_ALIVE, PROXY_CONNECTION, header::UPGRADE, header::TE, header::TRAILER] {
+        headers.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn hop_by_hop_headers_are_dropped_but_upgrades_keep_theirs() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-private"));
+        headers.insert("x-private", HeaderValue::from_static("1"));
+        headers.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        headers.insert("x-app", HeaderValue::from_static("kept"));
+        strip_hop_by_hop(&mut headers, false);
+        assert!(!headers.contains_key(header::CONNECTION));
+        assert!(!headers.contains_key("x-private"));
+        assert!(!headers.contains_key("keep-alive"));
+        assert_eq!(headers["x-app"], "kept");
+
+        let mut upgrade = HeaderMap::new();
+        upgrade.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        upgrade.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        assert!(is_upgrade(&upgrade));
+        strip_hop_by_hop(&mut upgrade, true);
+        assert_eq!(upgrade[header::UPGRADE], "websocket");
+        assert_eq!(upgrade[header::CONNECTION], "Upgrade");
+    }
+}

@@ -1,0 +1,20 @@
+//! The manifest source: Kubernetes objects from YAML/JSON files (`--manifests PATH`), watched.
+//!
+//! - `document`: splits a file into YAML documents with their first file line, and locates list
+//!   items.
+//! - `parse`: turns one file's text into a per-file `Snapshot` plus `ManifestError`s.
+//! - `tree`: lists the manifest files under a path and fingerprints them for the poll fallback.
+//! - `store`: `ManifestSource`, the per-file last-good cache merged into one `SourceUpdate`.
+//! - `watch`: `spawn_watch`, notify events plus a slow poll, debounced, sending a `SourceUpdate`
+//!   per change.
+
+mod document;
+mod error;
+mod parse;
+mod store;
+mod tree;
+mod watch;
+
+pub use error::ManifestError;
+pub use store::ManifestSource;
+pub use watch::spawn_watch;

@@ -1,0 +1,246 @@
+//! Turns one manifest file's text into its objects (a per-file `Snapshot`) and its errors.
+//!
+//! Each document is read into a `serde_yaml::Value` (syntax errors carry their line), dispatched on
+//! `apiVersion`+`kind`, and converted into the typed object. When that conversion fails, the same
+//! document text is deserialized again straight into the type, so the error points at the offending
+//! field's file line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use serde::de::DeserializeOwned;
+use serde_yaml::Value;
+
+use super::document::{self, Document};
+use super::error::{yaml_reason, ManifestError};
+use crate::model::{ObjectKey, Route, Snapshot};
+
+/// What one file defines, and what went wrong reading it.
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub objects: Snapshot,
+    pub errors: Vec<ManifestError>,
+}
+
+/// Parses every document of a file. Errors never stop the other documents (or list items) from
+/// being read.
+pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
+    let mut parsed = Parsed::default();
+    for doc in document::split(text) {
+        Ctx {
+            path,
+            doc: &doc,
+            out: &mut parsed,
+        }
+        .document();
+    }
+    parsed.objects.secrets.values_mut().for_each(merge_string_data);
+    parsed
+}
+
+/// Where an object sits in its document: the document itself, or element `n` of the document's
+/// `items`.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    Document,
+    Item(usize),
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    doc: &'a Document,
+    out: &'a mut Parsed,
+}
+
+impl Ctx<'_> {
+    fn document(&mut self) {
+        let value: Value = match serde_yaml::from_str(&self.doc.text) {
+            Ok(value) => value,
+            Err(err) => {
+                let line = err.location().map_or(1, |at| at.line());
+                return self.fail(Place::Document, Some(line), yaml_reason(&err));
+            }
+        };
+        if value.is_null() {
+            return;
+        }
+        let kind = str_field(&value, "kind");
+        if kind.ends_with("List") && value.get("items").is_some() {
+            self.list(value);
+        } else {
+            let api_version = str_field(&value, "apiVersion").to_owned();
+            let kind = kind.to_owned();
+            self.object(Place::Document, &api_version, &kind, value);
+        }
+    }
+
+    /// `kind: List` (what `oc get -o yaml` prints) or a typed `XxxList`, whose items may omit
+    /// apiVersion/kind.
+    fn list(&mut self, mut value: Value) {
+        let list_version = str_field(&value, "apiVersion").to_owned();
+        let item_kind = str_field(&value, "kind")
+            .strip_suffix("List")
+            .unwrap_or_default()
+            .to_owned();
+        let items = match value.get_mut("items").map(std::mem::take) {
+            Some(Value::Sequence(items)) => items,
+            Some(Value::Null) | None => Vec::new(),
+            Some(_) => {
+                let line = document::node_line(&self.doc.text);
+                return self.fail(Place::Document, line, "items: expected a sequence".to_owned());
+            }
+        };
+        for (index, item) in items.into_iter().enumerate() {
+            let mut api_version = str_field(&item, "apiVersion").to_owned();
+            let mut kind = str_field(&item, "kind").to_owned();
+            if api_version.is_empty() && kind.is_empty() && !item_kind.is_empty() {
+                api_version.clone_from(&list_version);
+                kind.clone_from(&item_kind);
+            }
+            self.object(Place::Item(index), &api_version, &kind, item);
+        }
+    }
+
+    fn object(&mut self, place: Place, api_version: &str, kind: &str, value: Value) {
+        if !value.is_mapping() {
+            let reason = "not a Kubernetes object: expected a mapping with apiVersion and kind";
+            return self.fail(place, None, reason.to_owned());
+        }
+        match (api_version, kind) {
+            ("route.openshift.io/v1", "Route") => {
+                self.add::<_, Route>(place, kind, value, namespaced, |o| &mut o.routes)
+            }
+            ("v1", "Service") => {
+                self.add::<_, Service>(place, kind, value, namespaced, |o| &mut o.services)
+            }
+            ("v1", "Endpoints") => {
+                self.add::<_, Endpoints>(place, kind, value, namespaced, |o| &mut o.endpoints)
+            }
+            ("v1", "Secret") => {
+                self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets)
+            }
+            ("discovery.k8s.io/v1", "EndpointSlice") => {
+                self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| {
+                    &mut o.endpoint_slices
+                })
+            }
+            ("v1", "Namespace") => {
+                self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces)
+            }
+            ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
+            _ => {
+                let name = value.get("metadata").map_or("", |meta| str_field(meta, "name"));
+                let path = self.path.display();
+                tracing::debug!(%path, api_version, kind, name, "ignoring unsupported kind");
+            }
+        }
+    }
+
+    /// Decodes `value` as `T`, strips server-side bookkeeping, keys it with `key_of`, and stores
+    /// it in the map `slot` picks.
+    fn add<K: Ord + std::fmt::Display, T: kube::Resource + DeserializeOwned>(
+        &mut self,
+        place: Place,
+        kind: &str,
+        value: Value,
+        key_of: fn(&mut ObjectMeta, String) -> K,
+        slot: fn(&mut Snapshot) -> &mut BTreeMap<K, T>,
+    ) {
+        let mut object: T = match self.decode(place, value) {
+            Ok(object) => object,
+            Err(error) => return self.out.errors.push(error),
+        };
+        let meta = object.meta_mut();
+        meta.managed_fields = None;
+        let Some(name) = meta.name.clone().filter(|name| !name.is_empty()) else {
+            return self.fail(place, None, "metadata.name is required".to_owned());
+        };
+        let key = key_of(meta, name);
+        let map = slot(&mut self.out.objects);
+        if map.contains_key(&key) {
+            let path = self.path.display();
+            tracing::warn!(
+                %path, kind, object = %key,
+                "object defined twice in one file; the later one wins"
+            );
+        }
+        map.insert(key, object);
+    }
+
+    fn decode<T: DeserializeOwned>(&self, place: Place, value: Value) -> Result<T, ManifestError> {
+        let plain = match T::deserialize(value) {
+            Ok(object) => return Ok(object),
+            Err(err) => err,
+        };
+        let text = &self.doc.text;
+        let located = match place {
+            Place::Document => serde_yaml::from_str::<T>(text).err(),
+            Place::Item(index) => document::probe_item::<T>(text, index).err(),
+        };
+        let err = located
+            .filter(|err| err.location().is_some())
+            .unwrap_or(plain);
+        let line = err.location().map(|at| at.line());
+        Err(self.error_at(place, line, yaml_reason(&err)))
+    }
+
+    /// An error about the object at `place`; `line` is the document line if known, else the
+    /// object's first line.
+    fn error_at(&self, place: Place, line: Option<usize>, reason: String) -> ManifestError {
+        let line = line.or_else(|| match place {
+            Place::Document => document::node_line(&self.doc.text),
+            Place::Item(index) => document::item_line(&self.doc.text, index),
+        });
+        let reason = match place {
+            Place::Item(index) if !reason.starts_with("items[") => {
+                format!("items[{index}]: {reason}")
+            }
+            _ => reason,
+        };
+        let line = self.doc.file_line(line.unwrap_or(1));
+        ManifestError::new(self.path, Some(line), reason)
+    }
+
+    fn fail(&mut self, place: Place, line: Option<usize>, reason: String) {
+        let error = self.error_at(place, line, reason);
+        self.out.errors.push(error);
+    }
+}
+
+/// Key of a namespaced object; an object without a namespace lands in `default`, as `kubectl apply`
+/// would put it.
+fn namespaced(meta: &mut ObjectMeta, name: String) -> ObjectKey {
+    let namespace = meta.namespace.get_or_insert_with(String::new);
+    if namespace.is_empty() {
+        namespace.push_str("default");
+    }
+    ObjectKey::new(namespace.clone(), name)
+}
+
+/// Folds `stringData` into `data`, as the API server does on write, so consumers read only `data`.
+fn merge_string_data(secret: &mut Secret) {
+    if let Some(strings) = secret.string_data.take() {
+        let data = secret.data.get_or_insert_with(BTreeMap::new);
+        for (key, text) in strings {
+            data.insert(key, ByteString(text.into_bytes()));
+        }
+    }
+}
+
+/// Key of a cluster-scoped object: its name.
+fn cluster(_: &mut ObjectMeta, name: String) -> String {
+    name
+}
+
+fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod fixture_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! Tests of manifest parsing: documents, lists, file lines of errors, ignored kinds.
+
+use std::path::Path;
+
+use super::{parse_file, Parsed};
+use crate::model::ObjectKey;
+
+pub(super) fn parse(text: &str) -> Parsed {
+    parse_file(Path::new("/m/test.yaml"), text)
+}
+
+pub(super) fn clean(text: &str) -> Parsed {
+    let parsed = parse(text);
+    assert!(
+        parsed.errors.is_empty(),
+        "unexpected errors: {:?}",
+        parsed.errors
+    );
+    parsed
+}
+
+pub(super) fn key(namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(namespace, name)
+}
+
+/// 1-based line of the first line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    let index = text.lines().position(|line| line.contains(needle));
+    index.expect("needle in text") + 1
+}
+
+#[test]
+fn field_error_in_third_document_has_its_file_line() {
+    let text = concat!(
+        "---\n",
+        "apiVersion: v1\n",
+        "kind: Service\n",
+        "metadata: {name: a}\n",
+        "---\n",
+        "# second\n",
+        "apiVersion: v1\n",
+        "kind: Service\n",
+        "metadata:\n",
+        "  name: b\n",
+        "---\n",
+        "apiVersion: v1\n",
+        "kind: Service\n",
+        "metadata:\n",
+        "  name: c\n",
+        "spec:\n",
+        "  ports:\n",
+        "  - port: eighty\n",
+    );
+    let parsed = parse(text);
+    assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+    let error = &parsed.errors[0];
+    assert_eq!(error.path, Path::new("/m/test.yaml"));
+    assert_eq!(error.line, Some(18));
+    assert_eq!(error.line, Some(line_of(text, "port: eighty")));
+    assert!(
+        error.reason.starts_with("spec.ports[0].port: "),
+        "{}",
+        error.reason
+    );
+    assert!(!error.reason.contains("line"), "{}", error.reason);
+    assert_eq!(
+        error.to_string(),
+        format!("/m/test.yaml:18: {}", error.reason)
+    );
+    let names: Vec<_> = parsed
+        .objects
+        .services
+        .keys()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn syntax_error_in_third_document_has_its_file_line() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: Namespace\n",
+        "metadata: {name: a}\n",
+        "---\n",
+        "---\n",
+        "apiVersion: v1\n",
+        "kind: Service\n",
+        "metadata:\n",
+        "  name: [c\n",
+        "  x: 1\n",
+    );
+    let parsed = parse(text);
+    assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+    // libyaml reports where it gave up: the line after the unclosed `[`.
+    assert_eq!(parsed.errors[0].line, Some(10), "{}", parsed.errors[0]);
+    assert!(parsed.objects.namespaces.contains_key("a"));
+}
+
+#[test]
+fn typed_list_items_may_omit_kind() {
+    let text = concat!(
+        "apiVersion: route.openshift.io/v1\n",
+        "kind: RouteList\n",
+        "items:\n",
+        "- metadata: {name: a, namespace: x}\n",
+        "  spec: {to: {kind: Service, name: a}}\n",
+    );
+    assert!(clean(text).objects.routes.contains_key(&key("x", "a")));
+    let empty = clean("apiVersion: v1\nkind: ServiceList\nitems: []\n");
+    assert!(empty.objects.services.is_empty());
+}
+
+#[test]
+fn list_item_errors_point_at_the_field_or_the_item() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: List\n",
+        "items:\n",
+        "- apiVersion: v1\n",
+        "  kind: Service\n",
+        "  metadata: {name: ok}\n",
+        "- apiVersion: v1\n",
+        "  kind: Service\n",
+        "  metadata:\n",
+        "    name: bad\n",
+        "  spec:\n",
+        "    ports:\n",
+        "    - port: x\n",
+        "- apiVersion: v1\n",
+        "  kind: Service\n",
+        "  metadata: {namespace: n}\n",
+    );
+    let parsed = parse(text);
+    assert_eq!(parsed.errors.len(), 2, "{:?}", parsed.errors);
+    assert_eq!(parsed.errors[0].line, Some(line_of(text, "port: x")));
+    assert!(
+        parsed.errors[0].reason.starts_with("items[1].spec"),
+        "{}",
+        parsed.errors[0]
+    );
+    // The item without a name is reported at the item's first line.
+    assert_eq!(parsed.errors[1].line, Some(14));
+    assert_eq!(
+        parsed.errors[1].reason,
+        "items[2]: metadata.name is required"
+    );
+    let keys: Vec<_> = parsed.objects.services.keys().collect();
+    assert_eq!(keys, [&key("default", "ok")]);
+}
+
+#[test]
+fn json_is_yaml() {
+    let text =
+        r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j", "namespace": "n"}}"#;
+    assert!(clean(text).objects.services.contains_key(&key("n", "j")));
+}
+
+#[test]
+fn unknown_kinds_are_ignored() {
+    let text = concat!(
+        "apiVersion: apps/v1\n",
+        "kind: Deployment\n",
+        "metadata: {name: d}\n",
+        "---\n",
+        "apiVersion: v1\n",
+        "kind: ConfigMap\n",
+        "data: {a: b}\n",
+        "---\n",
+        "apiVersion: v2\n",
+        "kind: Service\n",
+    );
+    let parsed = clean(text);
+    assert!(parsed.objects.services.is_empty() && parsed.objects.routes.is_empty());
+}
+
+#[test]
+fn missing_name_is_an_error_at_the_object() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: Secret\n",
+        "metadata: {name: s}\n",
+        "---\n",
+        "\n",
+        "# comment\n",
+        "apiVersion: v1\n",
+        "kind: Secret\n",
+        "metadata:\n",
+        "  namespace: x\n",
+    );
+    let parsed = parse(text);
+    assert_eq!(parsed.errors.len(), 1);
+    assert_eq!(parsed.errors[0].line, Some(7));
+    assert_eq!(parsed.errors[0].reason, "metadata.name is required");
+    assert_eq!(parsed.objects.secrets.len(), 1);
+}
+
+#[test]
+fn missing_kind_and_non_objects_are_errors() {
+    let parsed = parse("metadata: {name: a}\n---\njust a string\n---\n- a\n- b\n");
+    let got: Vec<_> = parsed
+        .errors
+        .iter()
+        .map(|e| (e.line, e.reason.as_str()))
+        .collect();
+    let not_object = "not a Kubernetes object: expected a mapping with apiVersion and kind";
+    let want = [
+        (Some(1), "missing apiVersion or kind"),
+        (Some(3), not_object),
+        (Some(5), not_object),
+    ];
+    assert_eq!(got, want);
+}

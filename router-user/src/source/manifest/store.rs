@@ -1,0 +1,258 @@
+//! `ManifestSource`: a per-file last-good cache of parsed manifests, merged into one update.
+//!
+//! Rules: a file's objects are replaced only by a parse of that file without errors, so one bad
+//! edit never takes routes away (a file that has never parsed cleanly contributes whatever did
+//! parse, so one bad document at start doesn't hide the rest). A file is re-parsed only when its
+//! bytes change. A deleted file drops its objects; a directory that cannot be listed (or a missing
+//! root) keeps what was known under it. The same object in two files: the later file in path order
+//! wins, with a warning.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use super::error::ManifestError;
+use super::parse::{self, Parsed};
+use super::tree;
+use crate::model::Snapshot;
+use crate::source::SourceUpdate;
+
+/// Reads Kubernetes manifests from a file or a directory tree; see the module docs for the caching
+/// rules.
+#[derive(Debug)]
+pub struct ManifestSource {
+    root: PathBuf,
+    files: BTreeMap<PathBuf, FileState>,
+    listing_errors: Vec<ManifestError>,
+    duplicates: BTreeSet<Duplicate>,
+    loaded: bool,
+}
+
+/// The result of one pass, and whether anything that feeds it changed since the previous pass.
+#[derive(Debug)]
+pub(super) struct Pass {
+    pub update: SourceUpdate,
+    pub changed: bool,
+}
+
+#[derive(Debug, Default)]
+struct FileState {
+    /// Hash and length of the bytes last parsed; `None` after a failed read, so the next read
+    /// re-parses.
+    digest: Option<(u64, usize)>,
+    /// The objects this file contributes (its last good parse).
+    objects: Snapshot,
+    /// Whether `objects` came from a parse without errors.
+    clean: bool,
+    /// The file's errors as it stands now.
+    errors: Vec<ManifestError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Duplicate {
+    kind: &'static str,
+    key: String,
+    first: PathBuf,
+    winner: PathBuf,
+}
+
+impl ManifestSource {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            root: path.into(),
+            files: BTreeMap::new(),
+            listing_errors: Vec::new(),
+            duplicates: BTreeSet::new(),
+            loaded: false,
+        }
+    }
+
+    /// The `--manifests` path: a file or a directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Re-reads every file (parsing only those whose bytes changed) and returns the whole state
+    /// plus the errors of every file that is currently broken. Each error is logged once, when it
+    /// first appears.
+    pub fn reload(&mut self) -> SourceUpdate {
+        self.pass().update
+    }
+
+    pub(super) fn pass(&mut self) -> Pass {
+        let listing = tree::list(&self.root);
+        let mut changed = !self.loaded;
+        self.loaded = true;
+        if listing.errors != self.listing_errors {
+            log_new(&self.listing_errors, &listing.errors);
+            self.listing_errors.clone_from(&listing.errors);
+            changed = true;
+        }
+        let before = self.files.len();
+        self.files.retain(|path, _| {
+            let keep = listing.files.binary_search(path).is_ok() || listing.is_unknown(path);
+            if !keep {
+                tracing::debug!(path = %path.display(), "manifest file gone; dropping its objects");
+            }
+            keep
+        });
+        changed |= before != self.files.len();
+        for path in &listing.files {
+            changed |= self.refresh(path);
+        }
+        let (snapshot, duplicates) = merge(&self.files);
+        for dup in duplicates.difference(&self.duplicates) {
+            let (first, winner) = (dup.first.display(), dup.winner.display());
+            tracing::warn!(
+                kind = dup.kind, object = %dup.key, %first, %winner,
+                "object defined in two manifest files; the later file wins"
+            );
+        }
+        self.duplicates = duplicates;
+        let errors = self
+            .listing_errors
+            .iter()
+            .chain(self.files.values().flat_map(|file| &file.errors));
+        Pass {
+            update: SourceUpdate {
+                snapshot,
+                errors: errors.cloned().collect(),
+            },
+            changed,
+        }
+    }
+
+    /// Reads one file and re-parses it if its bytes changed. Returns whether its state changed.
+    fn refresh(&mut self, path: &Path) -> bool {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == ErrorKind::NotFound => {
+                return self.files.remove(path).is_some()
+            }
+            Err(err) => {
+                let state = self.files.entry(path.to_path_buf()).or_default();
+                return state.read_failed(ManifestError::new(path, None, err.to_string()));
+            }
+        };
+        let mut hasher = DefaultHasher::new();
+        bytes.hash(&mut hasher);
+        let digest = Some((hasher.finish(), bytes.len()));
+        let state = self.files.entry(path.to_path_buf()).or_default();
+        if state.digest == digest {
+            return false;
+        }
+        state.digest = digest;
+        let parsed = match std::str::from_utf8(&bytes) {
+            Ok(text) => parse::parse_file(path, text),
+            Err(err) => {
+                let line = bytes[..err.valid_up_to()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1;
+                let error = ManifestError::new(path, Some(line), format!("not UTF-8 text: {err}"));
+                Parsed {
+                    objects: Snapshot::default(),
+                    errors: vec![error],
+                }
+            }
+        };
+        tracing::debug!(path = %path.display(), errors = parsed.errors.len(), "manifest file read");
+        state.apply(path, parsed);
+        true
+    }
+}
+
+impl FileState {
+    fn apply(&mut self, path: &Path, parsed: Parsed) {
+        log_new(&self.errors, &parsed.errors);
+        if parsed.errors.is_empty() || !self.clean {
+            self.clean = parsed.errors.is_empty();
+            self.objects = parsed.objects;
+        } else {
+            let path = path.display();
+            tracing::warn!(%path, "keeping the last good objects of this manifest file");
+        }
+        self.errors = parsed.errors;
+    }
+
+    /// The file exists but could not be read: keep its objects, report the error. Returns whether
+    /// anything changed.
+    fn read_failed(&mut self, error: ManifestError) -> bool {
+        self.digest = None;
+        let errors = vec![error];
+        if self.errors == errors {
+            return false;
+        }
+        log_new(&self.errors, &errors);
+        self.errors = errors;
+        true
+    }
+}
+
+/// Logs the errors in `now` that were not in `before`.
+fn log_new(before: &[ManifestError], now: &[ManifestError]) {
+    now.iter()
+        .filter(|error| !before.contains(error))
+        .for_each(ManifestError::log);
+}
+
+/// All files' objects in path order (later files override earlier ones), and the overrides that
+/// happened.
+fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>) {
+    let mut merged = Snapshot::default();
+    let mut dups = BTreeSet::new();
+    let mut origin = BTreeMap::new();
+    for (path, file) in files {
+        let mut m = Merge {
+            path,
+            origin: &mut origin,
+            dups: &mut dups,
+        };
+        let objects = &file.objects;
+        m.kind("Route", &mut merged.routes, &objects.routes);
+        m.kind("Service", &mut merged.services, &objects.services);
+        m.kind(
+            "EndpointSlice",
+            &mut merged.endpoint_slices,
+            &objects.endpoint_slices,
+        );
+        m.kind("Endpoints", &mut merged.endpoints, &objects.endpoints);
+        m.kind("Namespace", &mut merged.namespaces, &objects.namespaces);
+        m.kind("Secret", &mut merged.secrets, &objects.secrets);
+    }
+    (merged, dups)
+}
+
+struct Merge<'a, 'm> {
+    path: &'a Path,
+    origin: &'m mut BTreeMap<(&'static str, String), &'a Path>,
+    dups: &'m mut BTreeSet<Duplicate>,
+}
+
+impl Merge<'_, '_> {
+    fn kind<K: Ord + Clone + Display, T: Clone>(
+        &mut self,
+        kind: &'static str,
+        dst: &mut BTreeMap<K, T>,
+        src: &BTreeMap<K, T>,
+    ) {
+        for (key, object) in src {
+            if let Some(first) = self.origin.insert((kind, key.to_string()), self.path) {
+                let (first, winner) = (first.to_path_buf(), self.path.to_path_buf());
+                self.dups.insert(Duplicate {
+                    kind,
+                    key: key.to_string(),
+                    first,
+                    winner,
+                });
+            }
+            dst.insert(key.clone(), object.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! Service endpoints as the router uses them: ready addresses from EndpointSlices (or core Endpoints when a
+//! service has no slices), TCP ports only, filtered by the route's `targetPort`, unsafe addresses dropped.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+
+use k8s_openapi::api::core::v1::Endpoints;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::model::{ObjectKey, Snapshot};
+
+/// The label an EndpointSlice carries naming its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// One ready `ip:port` of a service, with the OpenShift server id (`pod:<pod>:<svc>:<port>:<ip>:<port>` or
+/// `ept:<svc>:<port>:<ip>:<port>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceEndpoint {
+    pub addr: SocketAddr,
+    pub id: String,
+}
+
+/// Slices grouped by the service they belong to, built once per table.
+pub struct EndpointIndex<'a> {
+    slices: BTreeMap<ObjectKey, Vec<&'a EndpointSlice>>,
+    endpoints: &'a BTreeMap<ObjectKey, Endpoints>,
+    allow_loopback: bool,
+}
+
+impl<'a> EndpointIndex<'a> {
+    pub fn new(snapshot: &'a Snapshot, allow_loopback: bool) -> Self {
+        let mut slices: BTreeMap<ObjectKey, Vec<&EndpointSlice>> = BTreeMap::new();
+        for (key, slice) in &snapshot.endpoint_slices {
+            let labels = slice.metadata.labels.as_ref();
+            if let Some(service) = labels.and_then(|l| l.get(SERVICE_NAME_LABEL)) {
+                slices.entry(ObjectKey::new(&key.namespace, service)).or_default().push(slice);
+            }
+        }
+        Self { slices, endpoints: &snapshot.endpoints, allow_loopback }
+    }
+
+    /// Ready endpoints of `service`, in a stable order, optionally only those whose port name or number
+    /// equals `target_port`.
+    pub fn ready(&self, service: &ObjectKey, target_port: Option<&IntOrString>) -> Vec<ServiceEndpoint> {
+        let mut found = Vec::new();
+        match self.slices.get(service) {
+            Some(slices) => {
+                for slice in slices {
+                    self.collect_slice(service, slice, target_port, &mut found);
+                }
+            }
+            None => {
+                if let Some(endpoints) = self.endpoints.get(service) {
+                    self.collect_endpoints(service, endpoints, target_port, &mut found);
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        found.retain(|e| seen.insert(e.addr));
+        found
+    }
+
+    fn collect_slice(
+        &self,
+        service: &ObjectKey,
+        slice: &EndpointSlice,
+        target_port: Option<&IntOrString>,
+        out: &mut Vec<ServiceEndpoint>,
+    ) {
+        if slice.address_type == "FQDN" {
+            return;
+        }
+        for port in slice.ports.iter().flatten() {
+            let (Some(number), name) = (port.port, port.name.as_deref().unwrap_or("")) else { continue };
+            if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, number) {
+                continue;
+            }
+            for endpoint in &slice.endpoints {
+                // Only ready endpoints; an absent condition means ready.
+                let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
+                if !ready {
+                    continue;
+                }
+                let pod = pod_name(endpoint.target_ref.as_ref());
+                for address in &endpoint.addresses {
+                    self.push(service, pod, name, address, number, out);
+                }
+            }
+        }
+    }
+
+    fn collect_endpoints(
+        &self,
+        service: &ObjectKey,
+        endpoints: &Endpoints,
+        target_port: Option<&IntOrString>,
+        out: &mut Vec<ServiceEndpoint>,
+    ) {
+        for subset in endpoints.subsets.iter().flatten() {
+            for port in subset.ports.iter().flatten() {
+                let name = port.name.as_deref().unwrap_or("");
+                if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, port.port) {
+                    continue;
+                }
+                for address in subset.addresses.iter().flatten() {
+                    let pod = pod_name(address.target_ref.as_ref());
+                    self.push(service, pod, name, &address.ip, port.port, out);
+                }
+            }
+        }
+    }
+
+    fn push(
+        &self,
+        service: &ObjectKey,
+        pod: Option<&str>,
+        port_name: &str,
+        address: &str,
+        port: i32,
+        out: &mut Vec<ServiceEndpoint>,
+    ) {
+        let (Ok(ip), Ok(port)) = (address.parse::<IpAddr>(), u16::try_from(port)) else { return };
+        if !is_routable(ip, self.allow_loopback) {
+            return;
+        }
+        let id = match pod {
+            Some(pod) => format!("pod:{pod}:{}:{port_name}:{ip}:{port}", service.name),
+            None => format!("ept:{}:{port_name}:{ip}:{port}", service.name),
+        };
+        out.push(ServiceEndpoint { addr: SocketAddr::new(ip, port), id });
+    }
+}
+
+fn is_tcp(protocol: Option<&str>) -> bool {
+    matches!(protocol, None | Some("TCP"))
+}
+
+fn port_selected(target_port: Option<&IntOrString>, name: &str, number: i32) -> bool {
+    match target_port {
+        None => true,
+        Some(IntOrString::Int(want)) => *want == number,
+        // A string target port names the port, or is a number written as a string.
+        Some(IntOrString::String(want)) => want == name || *want == number.to_string(),
+    }
+}
+
+fn pod_name(target: Option<&k8s_openapi::api::core::v1::ObjectReference>) -> Option<&str> {
+    target.filter(|t| t.kind.as_deref() == Some("Pod")).and_then(|t| t.name.as_deref())
+}
+
+/// The OpenShift router never sends traffic to loopback, link-local, multicast, unspecified or cloud metadata
+/// addresses (also in their IPv4-in-IPv6 forms). `allow_loopback` keeps loopback and link-local ones.
+pub fn is_routable(ip: IpAddr, allow_loopback: bool) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    let (local, never) = match ip {
+        IpAddr::V4(v4) => (
+            v4.is_loopback() || v4.is_link_local(),
+            v4.is_multicast() || v4.is_unspecified() || v4.is_broadcast() || v4.octets() == [168, 63, 129, 16],
+        ),
+        IpAddr::V6(v6) => (
+            v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80,
+            v6.is_multicast()
+                || v6.is_unspecified()
+                || v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254],
+        ),
+    };
+    !never && (allow_loopback || !local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_addresses_are_dropped_unless_loopback_is_allowed() {
+        let cases = [
+            ("10.1.2.3", true, true),
+            ("127.0.0.1", false, true),
+            ("169.254.1.1", false, true),
+            ("::1", false, true),
+            ("fe80::1", false, true),
+            ("::ffff:127.0.0.1", false, true),
+            ("224.0.0.1", false, false),
+            ("0.0.0.0", false, false),
+            ("168.63.129.16", false, false),
+            ("fd00:ec2::254", false, false),
+            ("::ffff:168.63.129.16", false, false),
+            ("2001:db8::1", true, true),
+        ];
+        for (ip, plain, allowed) in cases {
+            let ip: IpAddr = ip.parse().expect("test address");
+            assert_eq!(is_routable(ip, false), plain, "{ip} without allow");
+            assert_eq!(is_routable(ip, true), allowed, "{ip} with allow");
+        }
+    }
+
+    #[test]
+    fn target_port_matches_name_or_number() {
+        let by_name = IntOrString::String("http".into());
+        let by_number = IntOrString::Int(8080);
+        let number_as_text = IntOrString::String("8080".into());
+        assert!(port_selected(None, "x", 1));
+        assert!(port_selected(Some(&by_name), "http", 1));
+        assert!(!port_selected(Some(&by_name), "https", 8443));
+        assert!(port_selected(Some(&by_number), "", 8080));
+        assert!(!port_selected(Some(&by_number), "http", 80));
+        assert!(port_selected(Some(&number_as_text), "web", 8080));
+    }
+}

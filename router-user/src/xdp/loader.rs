@@ -1,0 +1,252 @@
+//! Loading and attaching `xdp_front`: refuse when the interface already has an XDP program or the
+//! pin dir belongs to a live router, then load the embedded object, attach in the requested mode,
+//! and pin the maps as `<pin_dir>/<MAP_NAME>`.
+
+use std::ffi::CString;
+
+use aya::{
+    maps::MapData,
+    programs::{self, xdp::XdpLinkId, ProgramError, Xdp},
+    Ebpf,
+};
+use router_common::maps::{PINNED_MAPS, XDP_STATS};
+
+use super::{
+    bpffs::{self, PinDir},
+    counters::StatsMap,
+    netlink,
+    object::{OBJECT, PROGRAM},
+    XdpError, XdpMode, XdpOptions,
+};
+
+/// Everything an attached front owns, handed to `XdpFront`.
+pub(crate) struct Attached {
+    pub ebpf: Ebpf,
+    pub link: XdpLinkId,
+    pub mode: &'static str,
+    pub stats: StatsMap,
+    pub pins: PinDir,
+}
+
+pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
+    let iface = opts.iface.as_str();
+    let if_index = if_index(iface)?;
+    refuse_if_attached(iface, if_index)?;
+
+    bpffs::ensure_mounted()?;
+    let mut pins = PinDir::create(&opts.pin_dir)?;
+    match load_and_attach(opts, if_index, &mut pins) {
+        Ok((ebpf, link, mode, stats)) => Ok(Attached {
+            ebpf,
+            link,
+            mode,
+            stats,
+            pins,
+        }),
+        Err(err) => {
+            // The program (and its link) went with the dropped `Ebpf`; the pins are ours to clear.
+            pins.remove();
+            Err(err)
+        }
+    }
+}
+
+fn load_and_attach(
+    opts: &XdpOptions,
+    if_index: u32,
+    pins: &mut PinDir,
+) -> Result<(Ebpf, XdpLinkId, &'static str, StatsMap), XdpError> {
+    let iface = opts.iface.as_str();
+    clear_stale_pins(iface, pins)?;
+
+    let mut ebpf = Ebpf::load(OBJECT).map_err(XdpError::Object)?;
+    let program = xdp_program(&mut ebpf)?;
+    program.load().map_err(|source| XdpError::Program {
+        name: PROGRAM,
+        source,
+    })?;
+    let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
+
+    // Pin after attaching: a pin under the pin dir means "attached and counting".
+    let map = ebpf.take_map(XDP_STATS).ok_or(XdpError::Missing {
+        kind: "map",
+        name: XDP_STATS,
+    })?;
+    let path = pins.pin_path(XDP_STATS);
+    map.pin(&path).map_err(|source| XdpError::Pin {
+        path: path.clone(),
+        source,
+    })?;
+    pins.record_pin(path);
+    let stats = StatsMap::new(map)?;
+    Ok((ebpf, link, mode, stats))
+}
+
+pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
+    let program = ebpf.program_mut(PROGRAM).ok_or(XdpError::Missing {
+        kind: "program",
+        name: PROGRAM,
+    })?;
+    program.try_into().map_err(|source| XdpError::Program {
+        name: PROGRAM,
+        source,
+    })
+}
+
+/// A concrete attach mode (what `XdpMode::Auto` resolves to).
+#[derive(Clone, Copy)]
+enum AttachMode {
+    Driver,
+    Skb,
+}
+
+impl AttachMode {
+    const fn name(self) -> &'static str {
+        match self {
+            AttachMode::Driver => "driver",
+            AttachMode::Skb => "skb",
+        }
+    }
+
+    const fn flags(self) -> programs::XdpMode {
+        match self {
+            AttachMode::Driver => programs::XdpMode::Driver,
+            AttachMode::Skb => programs::XdpMode::Skb,
+        }
+    }
+}
+
+/// Attaches in `mode`; `Auto` tries driver (native) mode and falls back to generic (skb) mode when
+/// the driver refuses. Returns the link and the name of the mode it attached in.
+fn attach_in_mode(
+    program: &mut Xdp,
+    iface: &str,
+    if_index: u32,
+    mode: XdpMode,
+) -> Result<(XdpLinkId, &'static str), XdpError> {
+    let attach = |program: &mut Xdp, mode: AttachMode| {
+        program
+            .attach_to_if_index(if_index, mode.flags())
+            .map(|link| (link, mode.name()))
+            .map_err(|source| attach_error(iface, if_index, mode.name(), source))
+    };
+    match mode {
+        XdpMode::Driver => attach(program, AttachMode::Driver),
+        XdpMode::Skb => attach(program, AttachMode::Skb),
+        XdpMode::Auto => match attach(program, AttachMode::Driver) {
+            Ok(attached) => Ok(attached),
+            Err(err @ XdpError::AlreadyAttached { .. }) => Err(err),
+            Err(err) => {
+                tracing::info!(
+                    iface,
+                    %err,
+                    "driver-mode XDP refused; falling back to generic (skb) mode"
+                );
+                attach(program, AttachMode::Skb)
+            }
+        },
+    }
+}
+
+/// Turns an attach failure into `AlreadyAttached` when the kernel refused because another program
+/// got there first (EBUSY/EEXIST: a race with the check in `refuse_if_attached`).
+fn attach_error(iface: &str, if_index: u32, mode: &'static str, source: ProgramError) -> XdpError {
+    let errno = match &source {
+        ProgramError::SyscallError(err) => err.io_error.raw_os_error(),
+        _ => None,
+    };
+    if matches!(errno, Some(libc::EBUSY | libc::EEXIST)) {
+        if let Ok(Some(existing)) = netlink::xdp_attachments(if_index).map(|a| a.first().copied()) {
+            return XdpError::AlreadyAttached {
+                iface: iface.to_owned(),
+                prog_id: existing.prog_id,
+                prog_name: program_name(existing.prog_id),
+                mode: existing.mode,
+            };
+        }
+    }
+    XdpError::Attach {
+        iface: iface.to_owned(),
+        mode,
+        source,
+    }
+}
+
+fn if_index(iface: &str) -> Result<u32, XdpError> {
+    let unknown = || XdpError::UnknownInterface {
+        iface: iface.to_owned(),
+    };
+    let c_iface = CString::new(iface).map_err(|_| unknown())?;
+    // SAFETY: `c_iface` is a valid NUL-terminated string for the duration of the call.
+    let index = unsafe { libc::if_nametoindex(c_iface.as_ptr()) };
+    if index == 0 {
+        return Err(unknown());
+    }
+    Ok(index)
+}
+
+/// Fails when any XDP program (ours from another router, or anyone's) is attached to the interface:
+/// attaching must never silently replace it.
+fn refuse_if_attached(iface: &str, if_index: u32) -> Result<(), XdpError> {
+    let attached = netlink::xdp_attachments(if_index).map_err(|source| XdpError::Query {
+        iface: iface.to_owned(),
+        source,
+    })?;
+    match attached.first() {
+        None => Ok(()),
+        Some(existing) => Err(XdpError::AlreadyAttached {
+            iface: iface.to_owned(),
+            prog_id: existing.prog_id,
+            prog_name: program_name(existing.prog_id),
+            mode: existing.mode,
+        }),
+    }
+}
+
+/// Removes pins left by a router that died without cleaning up; fails if a live program still uses
+/// a pinned map (another router using the same pin dir, possibly on another interface).
+fn clear_stale_pins(iface: &str, pins: &PinDir) -> Result<(), XdpError> {
+    for name in PINNED_MAPS {
+        let path = pins.pin_path(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let occupied = |reason: String| XdpError::PinOccupied {
+            path: path.clone(),
+            reason,
+        };
+        let map = MapData::from_pin(&path).map_err(|err| occupied(err.to_string()))?;
+        let map_id = map
+            .info()
+            .map_err(|err| occupied(err.to_string()))?
+            .id();
+        if let Some((prog_id, prog_name)) = program_using_map(map_id) {
+            return Err(XdpError::PinsInUse {
+                iface: iface.to_owned(),
+                pin_dir: pins.path().to_path_buf(),
+                prog_id,
+                prog_name,
+            });
+        }
+        tracing::warn!(pin = %path.display(), "removing stale BPF pin left by a router that did not shut down cleanly");
+        std::fs::remove_file(&path).map_err(|err| occupied(err.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The first loaded BPF program that uses map `map_id`, if any.
+fn program_using_map(map_id: u32) -> Option<(u32, String)> {
+    programs::loaded_programs()
+        .filter_map(Result::ok)
+        .find(|info| matches!(info.map_ids(), Ok(Some(ids)) if ids.contains(&map_id)))
+        .map(|info| (info.id(), info.name_as_str().unwrap_or("?").to_owned()))
+}
+
+/// The name of loaded BPF program `prog_id`, or `"?"`.
+fn program_name(prog_id: u32) -> String {
+    programs::loaded_programs()
+        .filter_map(Result::ok)
+        .find(|info| info.id() == prog_id)
+        .and_then(|info| info.name_as_str().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}

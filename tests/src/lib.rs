@@ -1,0 +1,55 @@
+//! Harness for the router's integration tests: reporting backends, manifest files, an in-process router on
+//! free loopback ports, a keep-alive client, and polling helpers.
+
+pub mod backend;
+pub mod client;
+pub mod manifests;
+
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+use router::config::Settings;
+use router::server::RunningRouter;
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Starts a router on loopback for `manifests` and waits for its first table.
+pub async fn start_router(manifests: &Path) -> RunningRouter {
+    start_router_with(Settings::for_loopback(manifests)).await
+}
+
+pub async fn start_router_with(settings: Settings) -> RunningRouter {
+    let router = router::server::start(settings).await.expect("router starts");
+    let health = router.health.clone();
+    eventually("the first route table", Duration::from_secs(10), || {
+        let ready = health.not_ready_reason().is_none();
+        async move { ready.then_some(()) }
+    })
+    .await;
+    router
+}
+
+/// Waits until the live table's generation exceeds `after` (a manifest change was applied).
+pub async fn next_generation(router: &RunningRouter, after: u64) -> u64 {
+    let table = router.table.clone();
+    eventually("a new route table", Duration::from_secs(10), || {
+        let generation = table.load().generation;
+        async move { (generation > after).then_some(generation) }
+    })
+    .await
+}

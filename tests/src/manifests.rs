@@ -1,0 +1,70 @@
+//! Manifest files for tests: a temporary directory and YAML generators for Services, EndpointSlices and
+//! Routes, written the way `oc get -o yaml` prints them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub struct ManifestDir {
+    dir: tempfile::TempDir,
+}
+
+impl ManifestDir {
+    pub fn new() -> ManifestDir {
+        ManifestDir { dir: tempfile::tempdir().expect("manifest temp dir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `file` atomically (write to a hidden temp name, then rename), so a watcher never reads half.
+    pub fn write(&self, file: &str, yaml: &str) -> PathBuf {
+        let target = self.dir.path().join(file);
+        let staging = self.dir.path().join(format!(".{file}.tmp"));
+        std::fs::write(&staging, yaml).expect("write manifest");
+        std::fs::rename(&staging, &target).expect("rename manifest");
+        target
+    }
+
+    pub fn remove(&self, file: &str) {
+        std::fs::remove_file(self.dir.path().join(file)).expect("remove manifest");
+    }
+}
+
+impl Default for ManifestDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A Service plus one EndpointSlice listing `pods` as ready endpoints on a port named `http`.
+pub fn service(namespace: &str, name: &str, pods: &[SocketAddr]) -> String {
+    let port = pods.first().map_or(8080, SocketAddr::port);
+    let mut yaml = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  ports:\n  - name: http\n    port: 80\n    protocol: TCP\n    targetPort: {port}\n---\n"
+    );
+    yaml.push_str(&endpoint_slice(namespace, name, pods, &[]));
+    yaml
+}
+
+/// EndpointSlices for `service`: one slice per pod (test pods listen on different ports, and a slice has one
+/// port list), `ready` ones with `ready: true`, `not_ready` ones with `ready: false`.
+pub fn endpoint_slice(namespace: &str, service: &str, ready: &[SocketAddr], not_ready: &[SocketAddr]) -> String {
+    let mut out = String::new();
+    let all = ready.iter().map(|a| (a, true)).chain(not_ready.iter().map(|a| (a, false)));
+    for (index, (addr, is_ready)) in all.enumerate() {
+        out.push_str(&format!(
+            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-{index}\n  namespace: {namespace}\n  labels:\n    kubernetes.io/service-name: {service}\naddressType: IPv4\nports:\n- name: http\n  port: {port}\n  protocol: TCP\nendpoints:\n- addresses:\n  - \"{ip}\"\n  conditions:\n    ready: {is_ready}\n  targetRef:\n    kind: Pod\n    name: {service}-pod-{index}\n    namespace: {namespace}\n---\n",
+            port = addr.port(),
+            ip = addr.ip(),
+        ));
+    }
+    out
+}
+
+/// A plain HTTP route for `host` + `path` to `service`.
+pub fn route(namespace: &str, name: &str, host: &str, path: &str, service: &str) -> String {
+    format!(
+        "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  host: {host}\n  path: {path:?}\n  to:\n    kind: Service\n    name: {service}\n    weight: 100\n  wildcardPolicy: None\n---\n"
+    )
+}

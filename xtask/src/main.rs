@@ -1,0 +1,33 @@
+//! `cargo xtask <setup|run|test>`: the project's own set-up, demo and test runner.
+
+mod cargo;
+mod run;
+mod setup;
+mod test;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Project tasks for the router workspace")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install what building and testing need (idempotent): apt packages, rust-src, bpf-linker.
+    Setup,
+    /// Run the router on the embedded default (deploy/examples/) with demo backends, until Ctrl-C.
+    Run,
+    /// Run every test tier (unit, in-process integration, network-namespace XDP).
+    Test,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Setup => setup::run(),
+        Command::Run => run::run(),
+        Command::Test => test::run(),
+    }
+}
