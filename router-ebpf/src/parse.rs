@@ -8,9 +8,7 @@
 
 use aya_ebpf::programs::XdpContext;
 
-use crate::headers::{
-    EthHdr, Ipv4Hdr, Ipv6Hdr, TcpHdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP,
-};
+use crate::headers::{EthHdr, Ipv4Hdr, Ipv6Hdr, TcpHdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP};
 
 /// A header the parser needed was cut short (ran past `data_end`) or malformed (wrong IP version,
 /// IPv4 IHL < 5, TCP data offset < 5).

@@ -70,7 +70,8 @@ fn apt_packages() -> anyhow::Result<()> {
     let mut install = vec!["install", "-y", "--no-install-recommends"];
     install.extend(&missing);
     // Package lists may be empty or stale on a fresh machine: update once and retry.
-    if !apt_get(&install)? && !(apt_get(&["update"])? && apt_get(&install)?) {
+    let installed = apt_get(&install)? || (apt_get(&["update"])? && apt_get(&install)?);
+    if !installed {
         bail!("apt-get could not install: {}", missing.join(" "));
     }
     let still_missing: Vec<&str> = missing
@@ -78,7 +79,10 @@ fn apt_packages() -> anyhow::Result<()> {
         .filter(|package| !dpkg_installed(package))
         .collect();
     if !still_missing.is_empty() {
-        bail!("still not installed after apt-get: {}", still_missing.join(" "));
+        bail!(
+            "still not installed after apt-get: {}",
+            still_missing.join(" ")
+        );
     }
     Ok(())
 }
@@ -252,7 +256,11 @@ fn link_libllvm(lib_dir: &Path, target: &Path) -> anyhow::Result<()> {
     if fs::symlink_metadata(&link).is_ok() {
         fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
     }
-    println!("setup: symlinking {} -> {}", link.display(), target.display());
+    println!(
+        "setup: symlinking {} -> {}",
+        link.display(),
+        target.display()
+    );
     std::os::unix::fs::symlink(target, &link)
         .with_context(|| format!("symlinking {} -> {}", link.display(), target.display()))
 }
@@ -263,7 +271,11 @@ fn on_path(program: &str) -> bool {
 }
 
 fn stdout(cmd: &mut Command) -> anyhow::Result<String> {
-    let Output { status, stdout, stderr } = cmd
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd
         .output()
         .with_context(|| format!("running {}", describe(cmd)))?;
     if !status.success() {
@@ -299,9 +311,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn libllvm_symlink_is_created_then_left_alone_then_repointed() {
+        let dir = std::env::temp_dir().join(format!("xtask-setup-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temp dir");
+        let real = dir.join("libLLVM.so.22.1-rust-1.97.0-nightly");
+        fs::write(&real, b"").expect("fake lib");
+        fs::write(dir.join("libLLVM-22-rust-1.97.0-nightly.so"), b"").expect("fake stub");
+        let (found, major) = toolchain_libllvm(&dir).expect("finds the versioned lib");
+        assert_eq!((found.as_path(), major), (real.as_path(), 22));
+
+        link_libllvm(&dir, &real).expect("create");
+        link_libllvm(&dir, &real).expect("idempotent");
+        assert_eq!(fs::read_link(dir.join("libLLVM.so")).expect("link"), real);
+        let newer = dir.join("libLLVM.so.23.0-rust-1.99.0-nightly");
+        link_libllvm(&dir, &newer).expect("repoint");
+        assert_eq!(fs::read_link(dir.join("libLLVM.so")).expect("link"), newer);
+        fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
     fn llvm_major_comes_from_the_versioned_library_name() {
-        assert_eq!(libllvm_major("libLLVM.so.22.1-rust-1.97.0-nightly"), Some(22));
-        assert_eq!(libllvm_major("libLLVM.so.23.0-rust-1.99.0-nightly"), Some(23));
+        assert_eq!(
+            libllvm_major("libLLVM.so.22.1-rust-1.97.0-nightly"),
+            Some(22)
+        );
+        assert_eq!(
+            libllvm_major("libLLVM.so.23.0-rust-1.99.0-nightly"),
+            Some(23)
+        );
         assert_eq!(libllvm_major("libLLVM-22-rust-1.97.0-nightly.so"), None);
         assert_eq!(libllvm_major("libLLVM.so"), None);
     }

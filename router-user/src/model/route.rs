@@ -67,7 +67,7 @@ pub struct TlsConfig {
     pub key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_certificate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "destinationCACertificate", default, skip_serializing_if = "Option::is_none")]
     pub destination_ca_certificate: Option<String>,
     /// `None`, `Allow` or `Redirect`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

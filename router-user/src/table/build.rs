@@ -73,7 +73,6 @@ fn admit(key: &ObjectKey, route: &Route, host: &str) -> Result<HttpAction, Rejec
     if host.is_empty() {
         return reject("NoHostValue", format!("route {key} has no host value"));
     }
-    let host = host.strip_suffix('.').unwrap_or(host);
     if !is_dns1123_subdomain(host) {
         return reject("InvalidHost", format!("host {host:?} of route {key} is not a valid DNS subdomain"));
     }

@@ -2,6 +2,8 @@
 //! published atomically (`TableHandle`), so requests never wait for a rebuild and never see half a table.
 
 mod build;
+#[cfg(test)]
+mod conformance_tests;
 mod endpoints;
 mod host;
 mod path;

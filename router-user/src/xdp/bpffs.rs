@@ -134,8 +134,9 @@ impl PinDir {
         self.pins.push(pin);
     }
 
-    /// Removes the pins and directories this router created (innermost first). Failures are
-    /// logged, not returned: this runs on shutdown.
+    /// Removes the pins this router created, the pin dir itself if it is then empty (it may be
+    /// left over from a router that crashed), and the parent directories this router created.
+    /// Failures are logged, not returned: this runs on shutdown.
     pub(crate) fn remove(&mut self) {
         for pin in self.pins.drain(..) {
             if let Err(err) = fs::remove_file(&pin) {
@@ -143,6 +144,10 @@ impl PinDir {
                     tracing::warn!(pin = %pin.display(), %err, "removing BPF pin");
                 }
             }
+        }
+        if self.created.last() != Some(&self.path) && is_bpffs(&self.path).unwrap_or(false) {
+            // Not created by us: remove it only if empty (ENOTEMPTY means someone else uses it).
+            let _ = fs::remove_dir(&self.path);
         }
         while let Some(dir) = self.created.pop() {
             if let Err(err) = fs::remove_dir(&dir) {

@@ -46,7 +46,10 @@ pub enum XdpError {
     #[error("loading the embedded eBPF object: {0}")]
     Object(#[source] aya::EbpfError),
     #[error("the embedded eBPF object has no {kind} named {name}")]
-    Missing { kind: &'static str, name: &'static str },
+    Missing {
+        kind: &'static str,
+        name: &'static str,
+    },
     #[error("program {name}: {source}")]
     Program {
         name: &'static str,

@@ -2,7 +2,10 @@
 //! pin dir belongs to a live router, then load the embedded object, attach in the requested mode,
 //! and pin the maps as `<pin_dir>/<MAP_NAME>`.
 
-use std::ffi::CString;
+use std::{
+    ffi::CString,
+    time::{Duration, Instant},
+};
 
 use aya::{
     maps::MapData,
@@ -19,10 +22,18 @@ use super::{
     XdpError, XdpMode, XdpOptions,
 };
 
+/// How long `detach` waits for the kernel to drop the program from the interface, and how often it
+/// looks.
+const DETACH_WAIT: Duration = Duration::from_secs(3);
+const DETACH_POLL: Duration = Duration::from_millis(10);
+
 /// Everything an attached front owns, handed to `XdpFront`.
 pub(crate) struct Attached {
     pub ebpf: Ebpf,
     pub link: XdpLinkId,
+    pub if_index: u32,
+    /// Kernel id of the loaded `xdp_front`.
+    pub prog_id: u32,
     pub mode: &'static str,
     pub stats: StatsMap,
     pub pins: PinDir,
@@ -36,9 +47,11 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
     bpffs::ensure_mounted()?;
     let mut pins = PinDir::create(&opts.pin_dir)?;
     match load_and_attach(opts, if_index, &mut pins) {
-        Ok((ebpf, link, mode, stats)) => Ok(Attached {
+        Ok((ebpf, link, prog_id, mode, stats)) => Ok(Attached {
             ebpf,
             link,
+            if_index,
+            prog_id,
             mode,
             stats,
             pins,
@@ -55,7 +68,7 @@ fn load_and_attach(
     opts: &XdpOptions,
     if_index: u32,
     pins: &mut PinDir,
-) -> Result<(Ebpf, XdpLinkId, &'static str, StatsMap), XdpError> {
+) -> Result<(Ebpf, XdpLinkId, u32, &'static str, StatsMap), XdpError> {
     let iface = opts.iface.as_str();
     clear_stale_pins(iface, pins)?;
 
@@ -65,6 +78,13 @@ fn load_and_attach(
         name: PROGRAM,
         source,
     })?;
+    let prog_id = program
+        .info()
+        .map_err(|source| XdpError::Program {
+            name: PROGRAM,
+            source,
+        })?
+        .id();
     let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
 
     // Pin after attaching: a pin under the pin dir means "attached and counting".
@@ -79,7 +99,7 @@ fn load_and_attach(
     })?;
     pins.record_pin(path);
     let stats = StatsMap::new(map)?;
-    Ok((ebpf, link, mode, stats))
+    Ok((ebpf, link, prog_id, mode, stats))
 }
 
 pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
@@ -172,6 +192,43 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, source: ProgramE
     }
 }
 
+/// Detaches `link` and waits (bounded) until the kernel no longer lists program `prog_id` on the
+/// interface: closing a `bpf_link` detaches asynchronously, and callers (shutdown, tests, a restart)
+/// should see the interface free when this returns.
+pub(crate) fn detach(
+    ebpf: &mut Ebpf,
+    link: XdpLinkId,
+    if_index: u32,
+    prog_id: u32,
+) -> Result<(), XdpError> {
+    xdp_program(ebpf)?
+        .detach(link)
+        .map_err(|source| XdpError::Program {
+            name: PROGRAM,
+            source,
+        })?;
+    let deadline = Instant::now() + DETACH_WAIT;
+    loop {
+        let still_attached = match netlink::xdp_attachments(if_index) {
+            Ok(attached) => attached.iter().any(|a| a.prog_id == prog_id),
+            // The interface is gone (or cannot be queried): nothing left to wait for.
+            Err(_) => false,
+        };
+        if !still_attached {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                if_index,
+                prog_id,
+                "XDP program still listed on the interface after detach"
+            );
+            return Ok(());
+        }
+        std::thread::sleep(DETACH_POLL);
+    }
+}
+
 fn if_index(iface: &str) -> Result<u32, XdpError> {
     let unknown = || XdpError::UnknownInterface {
         iface: iface.to_owned(),
@@ -216,10 +273,7 @@ fn clear_stale_pins(iface: &str, pins: &PinDir) -> Result<(), XdpError> {
             reason,
         };
         let map = MapData::from_pin(&path).map_err(|err| occupied(err.to_string()))?;
-        let map_id = map
-            .info()
-            .map_err(|err| occupied(err.to_string()))?
-            .id();
+        let map_id = map.info().map_err(|err| occupied(err.to_string()))?.id();
         if let Some((prog_id, prog_name)) = program_using_map(map_id) {
             return Err(XdpError::PinsInUse {
                 iface: iface.to_owned(),

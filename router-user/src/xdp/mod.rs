@@ -14,6 +14,8 @@ mod error;
 mod loader;
 mod netlink;
 mod object;
+#[cfg(test)]
+mod packet_tests;
 
 use std::path::PathBuf;
 
@@ -49,6 +51,8 @@ pub struct XdpOptions {
 /// dir, if it created it).
 pub struct XdpFront {
     iface: String,
+    if_index: u32,
+    prog_id: u32,
     mode: &'static str,
     link: Option<XdpLinkId>,
     stats: counters::StatsMap,
@@ -65,6 +69,8 @@ impl XdpFront {
         let loader::Attached {
             ebpf,
             link,
+            if_index,
+            prog_id,
             mode,
             stats,
             pins,
@@ -72,11 +78,14 @@ impl XdpFront {
         tracing::info!(
             iface = %opts.iface,
             mode,
+            prog_id,
             pin_dir = %pins.path().display(),
             "XDP front attached"
         );
         Ok(XdpFront {
             iface: opts.iface.clone(),
+            if_index,
+            prog_id,
             mode,
             link: Some(link),
             stats,
@@ -99,14 +108,7 @@ impl XdpFront {
 impl Drop for XdpFront {
     fn drop(&mut self) {
         if let Some(link) = self.link.take() {
-            let detached = loader::xdp_program(&mut self.ebpf)
-                .and_then(|program| {
-                    program.detach(link).map_err(|source| XdpError::Program {
-                        name: object::PROGRAM,
-                        source,
-                    })
-                });
-            if let Err(err) = detached {
+            if let Err(err) = loader::detach(&mut self.ebpf, link, self.if_index, self.prog_id) {
                 tracing::warn!(iface = %self.iface, %err, "detaching the XDP front");
             }
         }
@@ -120,6 +122,7 @@ impl std::fmt::Debug for XdpFront {
         f.debug_struct("XdpFront")
             .field("iface", &self.iface)
             .field("mode", &self.mode)
+            .field("prog_id", &self.prog_id)
             .field("pin_dir", &self.pins.path())
             .finish_non_exhaustive()
     }

@@ -75,7 +75,9 @@ fn parse_getlink_reply(mut buf: &[u8]) -> io::Result<Vec<XdpAttachment>> {
                 }
             }
             libc::RTM_NEWLINK => {
-                let attrs = msg.get(NLMSG_HDR_LEN + IFINFOMSG_LEN..).ok_or_else(malformed)?;
+                let attrs = msg
+                    .get(NLMSG_HDR_LEN + IFINFOMSG_LEN..)
+                    .ok_or_else(malformed)?;
                 let xdp = attributes(attrs).find(|&(kind, _)| kind == IFLA_XDP);
                 let Some((_, xdp)) = xdp else {
                     return Ok(Vec::new());

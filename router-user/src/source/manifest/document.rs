@@ -21,6 +21,14 @@ pub(super) struct Document {
 }
 
 impl Document {
+    /// An empty document starting at file line `first_line`.
+    fn at(first_line: usize) -> Self {
+        Self {
+            first_line,
+            text: String::new(),
+        }
+    }
+
     /// Converts a 1-based line inside this document into the file line.
     pub fn file_line(&self, line: usize) -> usize {
         self.first_line + line.saturating_sub(1)
@@ -32,30 +40,15 @@ impl Document {
 pub(super) fn split(text: &str) -> Vec<Document> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut docs = Vec::new();
-    let mut current = Document {
-        first_line: 1,
-        text: String::new(),
-    };
+    let mut current = Document::at(1);
     for (index, line) in text.split_inclusive('\n').enumerate() {
         let number = index + 1;
         if let Some(rest) = marker(line, "---") {
-            docs.push(std::mem::replace(
-                &mut current,
-                Document {
-                    first_line: number,
-                    text: String::new(),
-                },
-            ));
+            docs.push(std::mem::replace(&mut current, Document::at(number)));
             current.text.push_str("   ");
             current.text.push_str(rest);
         } else if marker(line, "...").is_some() {
-            docs.push(std::mem::replace(
-                &mut current,
-                Document {
-                    first_line: number + 1,
-                    text: String::new(),
-                },
-            ));
+            docs.push(std::mem::replace(&mut current, Document::at(number + 1)));
         } else if line.starts_with('%') {
             current.text.push('\n');
         } else {

@@ -38,7 +38,11 @@ pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
         }
         .document();
     }
-    parsed.objects.secrets.values_mut().for_each(merge_string_data);
+    parsed
+        .objects
+        .secrets
+        .values_mut()
+        .for_each(merge_string_data);
     parsed
 }
 
@@ -91,7 +95,11 @@ impl Ctx<'_> {
             Some(Value::Null) | None => Vec::new(),
             Some(_) => {
                 let line = document::node_line(&self.doc.text);
-                return self.fail(Place::Document, line, "items: expected a sequence".to_owned());
+                return self.fail(
+                    Place::Document,
+                    line,
+                    "items: expected a sequence".to_owned(),
+                );
             }
         };
         for (index, item) in items.into_iter().enumerate() {
@@ -133,7 +141,9 @@ impl Ctx<'_> {
             }
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
             _ => {
-                let name = value.get("metadata").map_or("", |meta| str_field(meta, "name"));
+                let name = value
+                    .get("metadata")
+                    .map_or("", |meta| str_field(meta, "name"));
                 let path = self.path.display();
                 tracing::debug!(%path, api_version, kind, name, "ignoring unsupported kind");
             }

@@ -30,14 +30,11 @@ const POLL: Duration = Duration::from_secs(2);
 /// Loads once, sends the first `SourceUpdate`, then sends a new one after each batch of changes
 /// that alters the result. Ends when the receiver is dropped.
 pub fn spawn_watch(source: ManifestSource, tx: mpsc::Sender<SourceUpdate>) -> JoinHandle<()> {
-    tokio::spawn(run(
-        source,
-        tx,
-        Options {
-            notify: true,
-            poll: POLL,
-        },
-    ))
+    let options = Options {
+        notify: true,
+        poll: POLL,
+    };
+    tokio::spawn(run(source, tx, options))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +58,7 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
     let mut poll = tokio::time::interval_at(Instant::now() + options.poll, options.poll);
     poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut first = true;
+    let mut warned_missing = false;
     loop {
         // Fingerprint before reading, so a change made during the pass is seen by the next poll.
         let pass = tokio::task::spawn_blocking(move || {
@@ -76,7 +74,15 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
             }
         };
         source = returned;
-        if first || pass.changed {
+        // No complete state exists before the manifest path does: hold the first update back (the router
+        // stays not-ready) until it appears.
+        let root_missing = first && !root.exists();
+        if root_missing {
+            if !warned_missing {
+                tracing::warn!(path = %root.display(), "manifest path does not exist yet; waiting for it");
+                warned_missing = true;
+            }
+        } else if first || pass.changed {
             first = false;
             if tx.send(pass.update).await.is_err() {
                 return;
@@ -251,10 +257,9 @@ mod tests {
             poll: Duration::from_millis(50),
         };
         let watch = tokio::spawn(run(ManifestSource::new(&root), tx, options));
-        // The root does not exist yet: the first update is empty and says so.
-        let first = until(&mut rx, |_| true).await;
-        assert!(first.snapshot.routes.is_empty());
-        assert_eq!(first.errors.len(), 1);
+        // The root does not exist yet: no state is complete, so nothing is sent (several polls pass).
+        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert!(early.is_err(), "no update before the manifest path exists");
         fs::create_dir(&root).expect("mkdir");
         fs::write(root.join("a.yaml"), route("a", "one.example.com")).expect("write");
         let update = until(&mut rx, |u| host(u, "a").is_some()).await;

@@ -78,7 +78,6 @@ fn kind_list_as_oc_prints_it() {
 }
 
 #[test]
-#[ignore = "model bug: TlsConfig reads destinationCaCertificate, not destinationCACertificate"]
 fn reencrypt_destination_ca_as_oc_prints_it() {
     let parsed = clean(LIST);
     let tls = parsed.objects.routes[&key("shop", "api")]

@@ -211,3 +211,21 @@ fn missing_kind_and_non_objects_are_errors() {
     ];
     assert_eq!(got, want);
 }
+
+#[test]
+fn secret_string_data_is_folded_into_data() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: Secret\n",
+        "metadata: {name: tls, namespace: shop}\n",
+        "type: kubernetes.io/tls\n",
+        "data: {tls.key: a2V5}\n",
+        "stringData: {tls.crt: cert}\n",
+    );
+    let parsed = clean(text);
+    let secret = &parsed.objects.secrets[&key("shop", "tls")];
+    assert_eq!(secret.string_data, None);
+    let data = secret.data.as_ref().expect("data");
+    assert_eq!(data["tls.crt"].0, b"cert");
+    assert_eq!(data["tls.key"].0, b"key");
+}

@@ -199,6 +199,9 @@ fn errors_and_duplicates_are_logged_once() {
         .with_writer(move || writer.clone())
         .finish();
     tracing::subscriber::with_default(subscriber, || {
+        // Another test thread may have cached "no interest" for these callsites before this scoped
+        // subscriber existed; recompute it now that it does.
+        tracing::callsite::rebuild_interest_cache();
         let mut source = ManifestSource::new(dir.path());
         for _ in 0..3 {
             assert_eq!(source.reload().errors.len(), 1);
