@@ -36,9 +36,17 @@ RUST_LOG=warn taskset -c 1 "$bin/router" --manifests "$work" --allow-loopback-en
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$stats_port/healthz/ready" >/dev/null && break; sleep 0.1; done
 curl -sf -H 'Host: bench.example.com' "http://127.0.0.1:$http_port/" >/dev/null || { echo "router does not answer" >&2; exit 1; }
 
+router_pid=${pids[1]}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$router_pid/stat"; }
 run() { # name url
+  local before after
+  before=$(cpu_ticks)
   taskset -c 0 wrk -t1 -c"$connections" -d"$duration" --latency -H 'Host: bench.example.com' "$2" > "$work/$1.txt"
-  awk -v n="$1" '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} END {printf "%-8s %10.0f req/s  p50 %s  p99 %s\n", n, rps, p50, p99}' "$work/$1.txt"
+  after=$(cpu_ticks)
+  # Router CPU per request (us), from its utime+stime; meaningful for the run through the router.
+  awk -v n="$1" -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
+    /requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
+    END {printf "%-8s %10.0f req/s  p50 %-9s p99 %-9s router CPU %.1f us/req\n", n, rps, p50, p99, ticks / hz * 1e6 / reqs}' "$work/$1.txt"
 }
 echo "wrk -t1 -c$connections -d$duration; backend+wrk on CPU0, router on CPU1; $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 direct=$(run direct "http://127.0.0.1:$backend_port/"); echo "$direct"

@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod client;
 pub mod manifests;
+pub mod netns;
 
 use std::future::Future;
 use std::path::Path;

@@ -38,9 +38,9 @@ pub(crate) fn is_bpffs(path: &Path) -> io::Result<bool> {
 /// whether it mounted one (the mount is left in place on exit, as systemd would have it).
 pub(crate) fn ensure_mounted() -> Result<bool, XdpError> {
     let root = Path::new(BPFFS_ROOT);
-    let mount_err = |source| XdpError::MountBpffs {
+    let mount_err = |cause| XdpError::MountBpffs {
         path: root.to_path_buf(),
-        source,
+        cause,
     };
     if is_bpffs(root).map_err(mount_err)? {
         return Ok(false);
@@ -66,8 +66,8 @@ pub(crate) fn ensure_mounted() -> Result<bool, XdpError> {
     Ok(true)
 }
 
-/// The router's pin directory. Remembers the directories it created so [`PinDir::remove`] deletes
-/// exactly those (and the pins this router made), leaving anything that existed before.
+/// The router's pin directory. Remembers the directories and pins it created so dropping it
+/// deletes exactly those, leaving anything that existed before.
 #[derive(Debug)]
 pub(crate) struct PinDir {
     path: PathBuf,
@@ -80,9 +80,9 @@ pub(crate) struct PinDir {
 impl PinDir {
     /// Creates `path` (and missing parents), then checks it is on a bpf filesystem.
     pub(crate) fn create(path: &Path) -> Result<PinDir, XdpError> {
-        let dir_err = |source| XdpError::PinDir {
+        let dir_err = |cause| XdpError::PinDir {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let mut missing: Vec<PathBuf> = path
             .ancestors()
@@ -95,29 +95,20 @@ impl PinDir {
             created: Vec::new(),
             pins: Vec::new(),
         };
+        // On an early return, dropping `dir` removes what was created so far.
         for step in missing {
             match fs::create_dir(&step) {
                 Ok(()) => dir.created.push(step),
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(err) => {
-                    dir.remove();
-                    return Err(dir_err(err));
-                }
+                Err(err) => return Err(dir_err(err)),
             }
         }
-        match is_bpffs(path) {
-            Ok(true) => Ok(dir),
-            Ok(false) => {
-                dir.remove();
-                Err(XdpError::NotBpffs {
-                    path: path.to_path_buf(),
-                })
-            }
-            Err(err) => {
-                dir.remove();
-                Err(dir_err(err))
-            }
+        if !is_bpffs(path).map_err(dir_err)? {
+            return Err(XdpError::NotBpffs {
+                path: path.to_path_buf(),
+            });
         }
+        Ok(dir)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -129,7 +120,7 @@ impl PinDir {
         self.path.join(name)
     }
 
-    /// Records a pin this router created, so [`PinDir::remove`] deletes it.
+    /// Records a pin this router created, so dropping the `PinDir` deletes it.
     pub(crate) fn record_pin(&mut self, pin: PathBuf) {
         self.pins.push(pin);
     }
@@ -137,7 +128,7 @@ impl PinDir {
     /// Removes the pins this router created, the pin dir itself if it is then empty (it may be
     /// left over from a router that crashed), and the parent directories this router created.
     /// Failures are logged, not returned: this runs on shutdown.
-    pub(crate) fn remove(&mut self) {
+    fn remove(&mut self) {
         for pin in self.pins.drain(..) {
             if let Err(err) = fs::remove_file(&pin) {
                 if err.kind() != io::ErrorKind::NotFound {
@@ -156,6 +147,12 @@ impl PinDir {
                 }
             }
         }
+    }
+}
+
+impl Drop for PinDir {
+    fn drop(&mut self) {
+        self.remove();
     }
 }
 

@@ -38,18 +38,18 @@ impl StatsMap {
     pub(crate) fn new(map: aya::maps::Map) -> Result<StatsMap, XdpError> {
         PerCpuArray::try_from(map)
             .map(StatsMap)
-            .map_err(|source| XdpError::Map {
+            .map_err(|cause| XdpError::Map {
                 name: XDP_STATS,
-                source,
+                cause,
             })
     }
 
     /// Reads every counter once and sums its per-CPU slots.
     pub(crate) fn read(&self) -> Result<XdpCounters, XdpError> {
         let counter = |index: u32| -> Result<PacketCounter, XdpError> {
-            let per_cpu = self.0.get(&index, 0).map_err(|source| XdpError::Map {
+            let per_cpu = self.0.get(&index, 0).map_err(|cause| XdpError::Map {
                 name: XDP_STATS,
-                source,
+                cause,
             })?;
             Ok(sum(&per_cpu))
         };

@@ -1,24 +1,20 @@
 //! Errors of the XDP loader, each with the interface or path it concerns.
+//!
+//! Each message carries its whole cause chain (`context: cause: cause's cause`), so logging the
+//! error with `%err` or printing it once tells the full story; `source()` is therefore not set,
+//! which keeps chain printers (anyhow's `{:?}`) from repeating it.
 
-use std::{io, path::PathBuf};
+use std::{error::Error, fmt, io, path::PathBuf};
 
 /// Why attaching the XDP front (or reading its counters) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum XdpError {
-    #[error("mounting bpffs at {path}: {source}")]
-    MountBpffs {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("mounting bpffs at {path}: {cause}")]
+    MountBpffs { path: PathBuf, cause: io::Error },
     #[error("pin dir {path} is not on a bpf filesystem (use a directory under /sys/fs/bpf)")]
     NotBpffs { path: PathBuf },
-    #[error("pin dir {path}: {source}")]
-    PinDir {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("pin dir {path}: {cause}")]
+    PinDir { path: PathBuf, cause: io::Error },
     #[error("another router is live with pins in {pin_dir} (BPF program {prog_id} ({prog_name}) uses them); refusing to attach to {iface}: stop it or pick another pin dir")]
     PinsInUse {
         iface: String,
@@ -30,12 +26,8 @@ pub enum XdpError {
     PinOccupied { path: PathBuf, reason: String },
     #[error("interface {iface}: not found in this network namespace")]
     UnknownInterface { iface: String },
-    #[error("interface {iface}: querying its XDP programs over netlink: {source}")]
-    Query {
-        iface: String,
-        #[source]
-        source: io::Error,
-    },
+    #[error("interface {iface}: querying its XDP programs over netlink: {cause}")]
+    Query { iface: String, cause: io::Error },
     #[error("another router (or XDP program) is attached to {iface}: BPF program {prog_id} ({prog_name}) in {mode} mode; refusing to replace it")]
     AlreadyAttached {
         iface: String,
@@ -43,36 +35,73 @@ pub enum XdpError {
         prog_name: String,
         mode: &'static str,
     },
-    #[error("loading the embedded eBPF object: {0}")]
-    Object(#[source] aya::EbpfError),
+    #[error("loading the embedded eBPF object: {}", Chain(.0))]
+    Object(aya::EbpfError),
     #[error("the embedded eBPF object has no {kind} named {name}")]
     Missing {
         kind: &'static str,
         name: &'static str,
     },
-    #[error("program {name}: {source}")]
+    #[error("program {name}: {}", Chain(.cause))]
     Program {
         name: &'static str,
-        #[source]
-        source: aya::programs::ProgramError,
+        cause: aya::programs::ProgramError,
     },
-    #[error("interface {iface}: attaching in {mode} mode: {source}")]
+    #[error("interface {iface}: attaching in {mode} mode: {}", Chain(.cause))]
     Attach {
         iface: String,
         mode: &'static str,
-        #[source]
-        source: aya::programs::ProgramError,
+        cause: aya::programs::ProgramError,
     },
-    #[error("pinning map at {path}: {source}")]
+    #[error("pinning map at {path}: {}", Chain(.cause))]
     Pin {
         path: PathBuf,
-        #[source]
-        source: aya::pin::PinError,
+        cause: aya::pin::PinError,
     },
-    #[error("map {name}: {source}")]
+    #[error("map {name}: {}", Chain(.cause))]
     Map {
         name: &'static str,
-        #[source]
-        source: aya::maps::MapError,
+        cause: aya::maps::MapError,
     },
+}
+
+/// Displays an error followed by each of its sources: `a: b: c`.
+struct Chain<'a>(&'a dyn Error);
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut next = self.0.source();
+        while let Some(err) = next {
+            write!(f, ": {err}")?;
+            next = err.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_carries_the_whole_cause_chain() {
+        let err = XdpError::Attach {
+            iface: "eth0".to_owned(),
+            mode: "driver",
+            cause: aya::programs::ProgramError::SyscallError(aya::sys::SyscallError {
+                call: "bpf_link_create",
+                io_error: io::Error::from_raw_os_error(libc::EOPNOTSUPP),
+            }),
+        };
+        let message = err.to_string();
+        assert!(
+            message.starts_with(
+                "interface eth0: attaching in driver mode: `bpf_link_create` failed: "
+            ),
+            "{message}"
+        );
+        assert!(message.contains("not supported"), "{message}");
+        assert!(err.source().is_none());
+    }
 }

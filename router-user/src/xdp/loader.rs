@@ -27,7 +27,8 @@ use super::{
 const DETACH_WAIT: Duration = Duration::from_secs(3);
 const DETACH_POLL: Duration = Duration::from_millis(10);
 
-/// Everything an attached front owns, handed to `XdpFront`.
+/// Everything an attached front owns, handed to `XdpFront`. Dropping it detaches (with the `Ebpf`)
+/// and unpins (with the `PinDir`).
 pub(crate) struct Attached {
     pub ebpf: Ebpf,
     pub link: XdpLinkId,
@@ -45,44 +46,31 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
     refuse_if_attached(iface, if_index)?;
 
     bpffs::ensure_mounted()?;
-    let mut pins = PinDir::create(&opts.pin_dir)?;
-    match load_and_attach(opts, if_index, &mut pins) {
-        Ok((ebpf, link, prog_id, mode, stats)) => Ok(Attached {
-            ebpf,
-            link,
-            if_index,
-            prog_id,
-            mode,
-            stats,
-            pins,
-        }),
-        Err(err) => {
-            // The program (and its link) went with the dropped `Ebpf`; the pins are ours to clear.
-            pins.remove();
-            Err(err)
-        }
-    }
+    let pins = PinDir::create(&opts.pin_dir)?;
+    load_and_attach(opts, if_index, pins)
 }
 
+/// On error, the `Ebpf` (with any link) is dropped first, detaching, then `pins` removes whatever
+/// was pinned.
 fn load_and_attach(
     opts: &XdpOptions,
     if_index: u32,
-    pins: &mut PinDir,
-) -> Result<(Ebpf, XdpLinkId, u32, &'static str, StatsMap), XdpError> {
+    mut pins: PinDir,
+) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
-    clear_stale_pins(iface, pins)?;
+    clear_stale_pins(iface, &pins)?;
 
     let mut ebpf = Ebpf::load(OBJECT).map_err(XdpError::Object)?;
     let program = xdp_program(&mut ebpf)?;
-    program.load().map_err(|source| XdpError::Program {
+    program.load().map_err(|cause| XdpError::Program {
         name: PROGRAM,
-        source,
+        cause,
     })?;
     let prog_id = program
         .info()
-        .map_err(|source| XdpError::Program {
+        .map_err(|cause| XdpError::Program {
             name: PROGRAM,
-            source,
+            cause,
         })?
         .id();
     let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
@@ -93,13 +81,21 @@ fn load_and_attach(
         name: XDP_STATS,
     })?;
     let path = pins.pin_path(XDP_STATS);
-    map.pin(&path).map_err(|source| XdpError::Pin {
+    map.pin(&path).map_err(|cause| XdpError::Pin {
         path: path.clone(),
-        source,
+        cause,
     })?;
     pins.record_pin(path);
     let stats = StatsMap::new(map)?;
-    Ok((ebpf, link, prog_id, mode, stats))
+    Ok(Attached {
+        ebpf,
+        link,
+        if_index,
+        prog_id,
+        mode,
+        stats,
+        pins,
+    })
 }
 
 pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
@@ -107,9 +103,9 @@ pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
         kind: "program",
         name: PROGRAM,
     })?;
-    program.try_into().map_err(|source| XdpError::Program {
+    program.try_into().map_err(|cause| XdpError::Program {
         name: PROGRAM,
-        source,
+        cause,
     })
 }
 
@@ -148,7 +144,7 @@ fn attach_in_mode(
         program
             .attach_to_if_index(if_index, mode.flags())
             .map(|link| (link, mode.name()))
-            .map_err(|source| attach_error(iface, if_index, mode.name(), source))
+            .map_err(|cause| attach_error(iface, if_index, mode.name(), cause))
     };
     match mode {
         XdpMode::Driver => attach(program, AttachMode::Driver),
@@ -170,8 +166,8 @@ fn attach_in_mode(
 
 /// Turns an attach failure into `AlreadyAttached` when the kernel refused because another program
 /// got there first (EBUSY/EEXIST: a race with the check in `refuse_if_attached`).
-fn attach_error(iface: &str, if_index: u32, mode: &'static str, source: ProgramError) -> XdpError {
-    let errno = match &source {
+fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramError) -> XdpError {
+    let errno = match &cause {
         ProgramError::SyscallError(err) => err.io_error.raw_os_error(),
         _ => None,
     };
@@ -188,7 +184,7 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, source: ProgramE
     XdpError::Attach {
         iface: iface.to_owned(),
         mode,
-        source,
+        cause,
     }
 }
 
@@ -203,9 +199,9 @@ pub(crate) fn detach(
 ) -> Result<(), XdpError> {
     xdp_program(ebpf)?
         .detach(link)
-        .map_err(|source| XdpError::Program {
+        .map_err(|cause| XdpError::Program {
             name: PROGRAM,
-            source,
+            cause,
         })?;
     let deadline = Instant::now() + DETACH_WAIT;
     loop {
@@ -245,9 +241,9 @@ fn if_index(iface: &str) -> Result<u32, XdpError> {
 /// Fails when any XDP program (ours from another router, or anyone's) is attached to the interface:
 /// attaching must never silently replace it.
 fn refuse_if_attached(iface: &str, if_index: u32) -> Result<(), XdpError> {
-    let attached = netlink::xdp_attachments(if_index).map_err(|source| XdpError::Query {
+    let attached = netlink::xdp_attachments(if_index).map_err(|cause| XdpError::Query {
         iface: iface.to_owned(),
-        source,
+        cause,
     })?;
     match attached.first() {
         None => Ok(()),

@@ -49,6 +49,9 @@ pub struct XdpOptions {
 
 /// The attached XDP front. Dropping it detaches the program and removes the pins (and the pin
 /// dir, if it created it).
+///
+/// Field order is drop order: after `drop` detaches, the stats map fd closes, `pins` unpins, and the
+/// `Ebpf` (the program) goes last.
 pub struct XdpFront {
     iface: String,
     if_index: u32,
@@ -112,8 +115,7 @@ impl Drop for XdpFront {
                 tracing::warn!(iface = %self.iface, %err, "detaching the XDP front");
             }
         }
-        self.pins.remove();
-        tracing::info!(iface = %self.iface, mode = self.mode, "XDP front detached");
+        tracing::info!(iface = %self.iface, mode = self.mode, "XDP front detached; unpinning");
     }
 }
 
