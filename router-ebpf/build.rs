@@ -7,9 +7,7 @@ use std::{env, path::PathBuf};
 fn main() {
     println!("cargo:rerun-if-env-changed=PATH");
     let linker = env::var_os("PATH").and_then(|path| {
-        env::split_paths(&path)
-            .map(|dir| dir.join("bpf-linker"))
-            .find(|candidate: &PathBuf| candidate.is_file())
+        env::split_paths(&path).map(|dir| dir.join("bpf-linker")).find(|candidate: &PathBuf| candidate.is_file())
     });
     if let Some(linker) = linker {
         println!("cargo:rerun-if-changed={}", linker.display());

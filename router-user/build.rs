@@ -22,19 +22,12 @@ fn main() -> anyhow::Result<()> {
 
     let manifest_dir = env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR not set")?;
     let ebpf_dir = Path::new(&manifest_dir).join("..").join(EBPF_PACKAGE);
-    let ebpf_dir = ebpf_dir
-        .canonicalize()
-        .with_context(|| format!("eBPF crate not found at {}", ebpf_dir.display()))?;
-    let root_dir = ebpf_dir
-        .to_str()
-        .with_context(|| format!("eBPF crate path {} is not UTF-8", ebpf_dir.display()))?;
+    let ebpf_dir =
+        ebpf_dir.canonicalize().with_context(|| format!("eBPF crate not found at {}", ebpf_dir.display()))?;
+    let root_dir = ebpf_dir.to_str().with_context(|| format!("eBPF crate path {} is not UTF-8", ebpf_dir.display()))?;
 
     aya_build::build_ebpf(
-        [aya_build::Package {
-            name: EBPF_PACKAGE,
-            root_dir,
-            ..Default::default()
-        }],
+        [aya_build::Package { name: EBPF_PACKAGE, root_dir, ..Default::default() }],
         aya_build::Toolchain::Nightly,
     )
     .context("building the eBPF object (router-ebpf) failed")
@@ -44,15 +37,13 @@ fn main() -> anyhow::Result<()> {
 fn check_prerequisites() -> anyhow::Result<()> {
     println!("cargo:rerun-if-env-changed=PATH");
 
-    let sysroot = Command::new("rustup")
-        .args(["run", TOOLCHAIN, "rustc", "--print", "sysroot"])
-        .output();
+    let sysroot = Command::new("rustup").args(["run", TOOLCHAIN, "rustc", "--print", "sysroot"]).output();
     let sysroot = match sysroot {
-        Ok(output) if output.status.success() => {
-            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-        }
+        Ok(output) if output.status.success() => PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()),
         Ok(_) => bail!("the `{TOOLCHAIN}` Rust toolchain is missing (it builds the eBPF object); {SETUP_HINT}"),
-        Err(err) => bail!("cannot run `rustup` ({err}); the eBPF object needs rustup's `{TOOLCHAIN}` toolchain; {SETUP_HINT}"),
+        Err(err) => {
+            bail!("cannot run `rustup` ({err}); the eBPF object needs rustup's `{TOOLCHAIN}` toolchain; {SETUP_HINT}")
+        }
     };
     let core_src = sysroot.join("lib/rustlib/src/rust/library/core");
     if !core_src.is_dir() {

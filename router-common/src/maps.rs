@@ -15,10 +15,7 @@ pub const PINNED_MAPS: &[&str] = &[XDP_STATS];
 const _: () = {
     let mut i = 0;
     while i < PINNED_MAPS.len() {
-        assert!(
-            PINNED_MAPS[i].len() <= 15,
-            "map names are truncated to 15 bytes by the kernel"
-        );
+        assert!(PINNED_MAPS[i].len() <= 15, "map names are truncated to 15 bytes by the kernel");
         i += 1;
     }
 };

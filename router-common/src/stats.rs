@@ -37,22 +37,13 @@ pub const STATS_UNPARSED: u32 = 5;
 pub const STATS_LEN: u32 = 6;
 
 /// Every counter index, in index order (`STATS_INDICES[i] == i`).
-pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
-    STATS_TOTAL,
-    STATS_IPV4,
-    STATS_IPV6,
-    STATS_TCP,
-    STATS_OTHER,
-    STATS_UNPARSED,
-];
+pub const STATS_INDICES: [u32; STATS_LEN as usize] =
+    [STATS_TOTAL, STATS_IPV4, STATS_IPV6, STATS_TCP, STATS_OTHER, STATS_UNPARSED];
 
 const _: () = {
     let mut i = 0;
     while i < STATS_INDICES.len() {
-        assert!(
-            STATS_INDICES[i] as usize == i,
-            "counter indices must be dense and in order"
-        );
+        assert!(STATS_INDICES[i] as usize == i, "counter indices must be dense and in order");
         i += 1;
     }
 };

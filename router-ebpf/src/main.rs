@@ -32,9 +32,7 @@ mod parse;
 mod stats;
 
 use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
-use router_common::stats::{
-    STATS_IPV4, STATS_IPV6, STATS_OTHER, STATS_TCP, STATS_TOTAL, STATS_UNPARSED,
-};
+use router_common::stats::{STATS_IPV4, STATS_IPV6, STATS_OTHER, STATS_TCP, STATS_TOTAL, STATS_UNPARSED};
 
 use crate::parse::{Unparsed, L3};
 

@@ -57,10 +57,7 @@ pub fn parse(ctx: &XdpContext) -> Result<Packet, Unparsed> {
     match ether_type {
         ETH_P_IP => parse_ipv4(ctx, ETH_LEN),
         ETH_P_IPV6 => parse_ipv6(ctx, ETH_LEN),
-        _ => Ok(Packet {
-            l3: L3::Other,
-            tcp: false,
-        }),
+        _ => Ok(Packet { l3: L3::Other, tcp: false }),
     }
 }
 
@@ -70,8 +67,7 @@ fn parse_ipv4(ctx: &XdpContext, offset: usize) -> Result<Packet, Unparsed> {
     let ip = ptr_at::<Ipv4Hdr>(ctx, offset)?;
     // SAFETY: `ptr_at` checked that the whole `Ipv4Hdr` lies inside the packet, and `Ipv4Hdr`
     // has alignment 1.
-    let (version_ihl, frag_off, protocol) =
-        unsafe { ((*ip).version_ihl, (*ip).frag_off, (*ip).protocol) };
+    let (version_ihl, frag_off, protocol) = unsafe { ((*ip).version_ihl, (*ip).frag_off, (*ip).protocol) };
     let ihl = usize::from(version_ihl & 0x0f);
     if version_ihl >> 4 != 4 || ihl < 5 {
         return Err(Unparsed);

@@ -39,10 +39,7 @@ impl TestBackend {
                 let name = name_owned.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |request| answer(name.clone(), request));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades()
-                        .await;
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).with_upgrades().await;
                 });
             }
         });
@@ -84,7 +81,10 @@ async fn answer(name: Arc<str>, mut request: Request<Incoming>) -> Result<Respon
     }
     let mut seen_headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (key, value) in request.headers() {
-        seen_headers.entry(key.as_str().to_string()).or_default().push(String::from_utf8_lossy(value.as_bytes()).into());
+        seen_headers
+            .entry(key.as_str().to_string())
+            .or_default()
+            .push(String::from_utf8_lossy(value.as_bytes()).into());
     }
     let method = request.method().to_string();
     let path = request.uri().path_and_query().map_or("/".to_string(), |pq| pq.to_string());

@@ -28,11 +28,7 @@ impl NetNs {
     /// Creates `<prefix>-<pid>-<n>` and brings its `lo` up. Panics when `ip netns add` fails (the
     /// caller must be root).
     pub fn new(prefix: &str) -> NetNs {
-        let name = format!(
-            "{prefix}-{}-{}",
-            std::process::id(),
-            NEXT_ID.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = format!("{prefix}-{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed));
         run(Command::new("ip").args(["netns", "add", &name]));
         let ns = NetNs { name };
         ns.ip(&["link", "set", "lo", "up"]);
@@ -51,9 +47,7 @@ impl NetNs {
     /// A command that runs `program` in this network namespace (and the caller's mount namespace).
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", self.path().display()))
-            .arg("--")
-            .arg(program);
+        cmd.arg(format!("--net={}", self.path().display())).arg("--").arg(program);
         cmd
     }
 
@@ -79,16 +73,9 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        match Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output()
-        {
+        match Command::new("ip").args(["netns", "del", &self.name]).output() {
             Ok(out) if out.status.success() => {}
-            Ok(out) => eprintln!(
-                "netns: deleting {}: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
+            Ok(out) => eprintln!("netns: deleting {}: {}", self.name, String::from_utf8_lossy(&out.stderr).trim()),
             Err(err) => eprintln!("netns: deleting {}: {err}", self.name),
         }
     }
@@ -141,15 +128,8 @@ fn stale_owner(name: &str, prefix: &str) -> bool {
 
 /// Runs `cmd`, panicking with its stderr when it fails; returns stdout.
 fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|err| panic!("running {cmd:?}: {err}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
+    let out = cmd.output().unwrap_or_else(|err| panic!("running {cmd:?}: {err}"));
+    assert!(out.status.success(), "{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -160,10 +140,7 @@ mod tests {
     #[test]
     fn stale_means_our_prefix_and_a_dead_pid() {
         assert!(stale_owner("rtx-4000000-0", "rtx"));
-        assert!(!stale_owner(
-            &format!("rtx-{}-0", std::process::id()),
-            "rtx"
-        ));
+        assert!(!stale_owner(&format!("rtx-{}-0", std::process::id()), "rtx"));
         assert!(!stale_owner("rtx-1-0", "rtx")); // pid 1 is alive
         assert!(!stale_owner("other-4000000-0", "rtx"));
         assert!(!stale_owner("rtx-abc-0", "rtx"));

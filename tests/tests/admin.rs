@@ -12,7 +12,10 @@ use router_tests::{eventually, start_router};
 async fn healthz_and_metrics_report_requests_by_route_and_code() {
     let web = TestBackend::start("web").await;
     let dir = ManifestDir::new();
-    dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", "m.example.com", "/", "web")].concat());
+    dir.write(
+        "web.yaml",
+        &[service("ns", "web", &[web.addr]), route("ns", "web", "m.example.com", "/", "web")].concat(),
+    );
     let router = start_router(dir.path()).await;
     for _ in 0..3 {
         assert_eq!(get(router.http_addr, "m.example.com", "/").await.status, 200);
@@ -25,7 +28,9 @@ async fn healthz_and_metrics_report_requests_by_route_and_code() {
     assert_eq!(metrics.status, 200);
     let text = metrics.body;
     assert!(
-        text.contains(r#"router_http_requests_total{backend="be_http:ns:web",namespace="ns",route="web",code="200"} 3"#),
+        text.contains(
+            r#"router_http_requests_total{backend="be_http:ns:web",namespace="ns",route="web",code="200"} 3"#
+        ),
         "{text}"
     );
     assert!(
@@ -53,8 +58,11 @@ async fn readiness_waits_for_the_first_table_and_fails_while_draining() {
 
     let web = TestBackend::start("web").await;
     std::fs::create_dir(&pending).expect("create manifest dir");
-    std::fs::write(pending.join("web.yaml"), [service("ns", "web", &[web.addr]), route("ns", "web", "r.example.com", "/", "web")].concat())
-        .expect("write manifest");
+    std::fs::write(
+        pending.join("web.yaml"),
+        [service("ns", "web", &[web.addr]), route("ns", "web", "r.example.com", "/", "web")].concat(),
+    )
+    .expect("write manifest");
     let stats = router.stats_addr;
     eventually("readiness after the first table", Duration::from_secs(10), || async move {
         (get(stats, "admin", "/healthz/ready").await.status == 200).then_some(())
@@ -90,7 +98,10 @@ async fn start_fails_clearly_when_the_port_is_taken() {
 async fn shutdown_lets_an_in_flight_request_finish() {
     let web = TestBackend::start("slow").await;
     let dir = ManifestDir::new();
-    dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", "s.example.com", "/", "web")].concat());
+    dir.write(
+        "web.yaml",
+        &[service("ns", "web", &[web.addr]), route("ns", "web", "s.example.com", "/", "web")].concat(),
+    );
     let router = start_router(dir.path()).await;
     let http = router.http_addr;
     let in_flight = tokio::spawn(async move { get(http, "s.example.com", "/slow/800").await });

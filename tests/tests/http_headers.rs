@@ -76,7 +76,10 @@ async fn websocket_upgrade_is_tunnelled_both_ways() {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte)).await.expect("101 in time").expect("read");
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .expect("101 in time")
+            .expect("read");
         assert_eq!(n, 1, "connection closed during the upgrade: {}", String::from_utf8_lossy(&head));
         head.push(byte[0]);
     }
@@ -86,7 +89,10 @@ async fn websocket_upgrade_is_tunnelled_both_ways() {
     for message in [&b"hello"[..], b"second frame"] {
         stream.write_all(message).await.expect("send through tunnel");
         let mut echoed = vec![0u8; message.len()];
-        tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut echoed)).await.expect("echo in time").expect("echo");
+        tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut echoed))
+            .await
+            .expect("echo in time")
+            .expect("echo");
         assert_eq!(echoed, message);
     }
     router.shutdown().await;

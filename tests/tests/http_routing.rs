@@ -10,16 +10,24 @@ async fn routes_by_host_and_longest_path_prefix() {
     let (root, sub, deep) =
         (TestBackend::start("root").await, TestBackend::start("sub").await, TestBackend::start("deep").await);
     let dir = ManifestDir::new();
-    dir.write("services.yaml", &[
-        service("shop", "root", &[root.addr]),
-        service("shop", "sub", &[sub.addr]),
-        service("shop", "deep", &[deep.addr]),
-    ].concat());
-    dir.write("routes.yaml", &[
-        route("shop", "root", "www.example.com", "/", "root"),
-        route("shop", "sub", "www.example.com", "/sub", "sub"),
-        route("shop", "deep", "www.example.com", "/sub/deep", "deep"),
-    ].concat());
+    dir.write(
+        "services.yaml",
+        &[
+            service("shop", "root", &[root.addr]),
+            service("shop", "sub", &[sub.addr]),
+            service("shop", "deep", &[deep.addr]),
+        ]
+        .concat(),
+    );
+    dir.write(
+        "routes.yaml",
+        &[
+            route("shop", "root", "www.example.com", "/", "root"),
+            route("shop", "sub", "www.example.com", "/sub", "sub"),
+            route("shop", "deep", "www.example.com", "/sub/deep", "deep"),
+        ]
+        .concat(),
+    );
     let router = start_router(dir.path()).await;
     let mut client = KeepAliveClient::connect(router.http_addr).await;
 
@@ -47,12 +55,16 @@ async fn routes_by_host_and_longest_path_prefix() {
 async fn path_with_trailing_slash_does_not_match_the_bare_path() {
     let (slash, other) = (TestBackend::start("slash").await, TestBackend::start("other").await);
     let dir = ManifestDir::new();
-    dir.write("all.yaml", &[
-        service("ns", "slash", &[slash.addr]),
-        route("ns", "slash", "a.example.com", "/sub/", "slash"),
-        service("ns", "other", &[other.addr]),
-        route("ns", "other", "b.example.com", "/sub", "other"),
-    ].concat());
+    dir.write(
+        "all.yaml",
+        &[
+            service("ns", "slash", &[slash.addr]),
+            route("ns", "slash", "a.example.com", "/sub/", "slash"),
+            service("ns", "other", &[other.addr]),
+            route("ns", "other", "b.example.com", "/sub", "other"),
+        ]
+        .concat(),
+    );
     let router = start_router(dir.path()).await;
 
     assert_eq!(get(router.http_addr, "a.example.com", "/sub/").await.backend(), "slash");
@@ -68,10 +80,15 @@ async fn path_with_trailing_slash_does_not_match_the_bare_path() {
 async fn host_matching_ignores_case_trailing_dot_and_port() {
     let web = TestBackend::start("web").await;
     let dir = ManifestDir::new();
-    dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", "Web.Example.com", "", "web")].concat());
+    dir.write(
+        "web.yaml",
+        &[service("ns", "web", &[web.addr]), route("ns", "web", "Web.Example.com", "", "web")].concat(),
+    );
     let router = start_router(dir.path()).await;
     let mut client = KeepAliveClient::connect(router.http_addr).await;
-    for host in ["web.example.com", "WEB.EXAMPLE.COM", "web.example.com.", "web.example.com:8080", "web.example.com.:80"] {
+    for host in
+        ["web.example.com", "WEB.EXAMPLE.COM", "web.example.com.", "web.example.com:8080", "web.example.com.:80"]
+    {
         assert_eq!(client.get(host, "/").await.backend(), "web", "Host: {host}");
     }
     assert_eq!(client.get("other.example.com", "/").await.status, 503);
@@ -84,10 +101,14 @@ async fn unknown_host_and_route_without_ready_endpoints_get_503_page() {
     let dir = ManifestDir::new();
     let dead: std::net::SocketAddr = "127.0.0.1:9".parse().expect("addr");
     dir.write("svc.yaml", &endpoint_slice("ns", "notready", &[], &[dead]));
-    dir.write("routes.yaml", &[
-        route("ns", "notready", "notready.example.com", "", "notready"),
-        route("ns", "nosvc", "nosvc.example.com", "", "missing"),
-    ].concat());
+    dir.write(
+        "routes.yaml",
+        &[
+            route("ns", "notready", "notready.example.com", "", "notready"),
+            route("ns", "nosvc", "nosvc.example.com", "", "missing"),
+        ]
+        .concat(),
+    );
     let router = start_router(dir.path()).await;
 
     for host in ["unknown.example.com", "notready.example.com", "nosvc.example.com"] {
@@ -108,7 +129,10 @@ async fn round_robin_spreads_requests_and_skips_a_dead_endpoint() {
         probe.local_addr().expect("addr")
     };
     let dir = ManifestDir::new();
-    dir.write("all.yaml", &[service("ns", "web", &[a.addr, dead, b.addr]), route("ns", "web", "rr.example.com", "/", "web")].concat());
+    dir.write(
+        "all.yaml",
+        &[service("ns", "web", &[a.addr, dead, b.addr]), route("ns", "web", "rr.example.com", "/", "web")].concat(),
+    );
     let router = start_router(dir.path()).await;
     let mut client = KeepAliveClient::connect(router.http_addr).await;
     let mut counts = std::collections::BTreeMap::new();

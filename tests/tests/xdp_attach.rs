@@ -31,10 +31,7 @@ fn xdp_front_counts_namespace_traffic_and_detaches_on_sigterm() {
         return;
     }
     for tool in ["ip", "nsenter", "bpftool", "ping", "curl"] {
-        assert!(
-            on_path(tool),
-            "`{tool}` is missing: run `cargo xtask setup`"
-        );
+        assert!(on_path(tool), "`{tool}` is missing: run `cargo xtask setup`");
     }
     NetNs::remove_stale(PREFIX);
     remove_stale_pin_dirs();
@@ -43,22 +40,11 @@ fn xdp_front_counts_namespace_traffic_and_detaches_on_sigterm() {
     let client = NetNs::new(PREFIX);
     let node = NetNs::new(PREFIX);
     veth_pair(
-        VethEnd {
-            ns: &client,
-            name: "veth-c",
-            cidr: &format!("{CLIENT_ADDR}/24"),
-        },
-        VethEnd {
-            ns: &node,
-            name: NODE_IF,
-            cidr: &format!("{NODE_ADDR}/24"),
-        },
+        VethEnd { ns: &client, name: "veth-c", cidr: &format!("{CLIENT_ADDR}/24") },
+        VethEnd { ns: &node, name: NODE_IF, cidr: &format!("{NODE_ADDR}/24") },
     );
 
-    let pin_dir = PinDir(PathBuf::from(format!(
-        "/sys/fs/bpf/router-test-{PREFIX}-{}-0",
-        std::process::id()
-    )));
+    let pin_dir = PinDir(PathBuf::from(format!("/sys/fs/bpf/router-test-{PREFIX}-{}-0", std::process::id())));
     let work = tempfile::tempdir().expect("temp dir");
     let manifests = work.path().join("manifests");
     fs::create_dir(&manifests).expect("manifests dir");
@@ -76,16 +62,7 @@ fn xdp_front_counts_namespace_traffic_and_detaches_on_sigterm() {
 
     let ping = client
         .command("ping")
-        .args([
-            "-c",
-            &PINGS.to_string(),
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            "-q",
-            NODE_ADDR,
-        ])
+        .args(["-c", &PINGS.to_string(), "-i", "0.2", "-W", "2", "-q", NODE_ADDR])
         .output()
         .expect("run ping");
     assert!(
@@ -109,10 +86,7 @@ fn xdp_front_counts_namespace_traffic_and_detaches_on_sigterm() {
     let sent = PINGS + TCP_CONNECTS;
     assert!(counters.total >= sent, "total < {sent}: {counters:?}");
     assert!(counters.ipv4 >= sent, "ipv4 < {sent}: {counters:?}");
-    assert!(
-        counters.tcp >= TCP_CONNECTS,
-        "tcp < {TCP_CONNECTS}: {counters:?}"
-    );
+    assert!(counters.tcp >= TCP_CONNECTS, "tcp < {TCP_CONNECTS}: {counters:?}");
     assert_eq!(
         counters.total,
         counters.ipv4 + counters.ipv6 + counters.other + counters.unparsed,
@@ -120,11 +94,7 @@ fn xdp_front_counts_namespace_traffic_and_detaches_on_sigterm() {
     );
 
     let status = router.terminate();
-    assert!(
-        status.success(),
-        "router exited with {status} on SIGTERM:\n{}",
-        router.log()
-    );
+    assert!(status.success(), "router exited with {status} on SIGTERM:\n{}", router.log());
     let link = node.ip(&["link", "show", NODE_IF]);
     assert!(
         !link.contains("prog/xdp") && !link.contains("xdpgeneric"),
@@ -150,32 +120,19 @@ struct Counters {
 }
 
 fn dump_counters(pin: &Path) -> Counters {
-    let out = Command::new("bpftool")
-        .args(["-j", "map", "dump", "pinned"])
-        .arg(pin)
-        .output()
-        .expect("run bpftool");
-    assert!(
-        out.status.success(),
-        "bpftool map dump failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("bpftool").args(["-j", "map", "dump", "pinned"]).arg(pin).output().expect("run bpftool");
+    assert!(out.status.success(), "bpftool map dump failed: {}", String::from_utf8_lossy(&out.stderr));
     let entries: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bpftool JSON");
     let mut packets = [0u64; 6];
     for entry in entries.as_array().expect("array of entries") {
-        let formatted = entry
-            .get("formatted")
-            .unwrap_or_else(|| panic!("no BTF-formatted view in bpftool output: {entry}"));
+        let formatted =
+            entry.get("formatted").unwrap_or_else(|| panic!("no BTF-formatted view in bpftool output: {entry}"));
         let key = formatted["key"].as_u64().expect("numeric key");
         let sum = formatted["values"]
             .as_array()
             .expect("per-CPU values")
             .iter()
-            .map(|cpu| {
-                cpu["value"]["packets"]
-                    .as_u64()
-                    .expect("named `packets` field")
-            })
+            .map(|cpu| cpu["value"]["packets"].as_u64().expect("named `packets` field"))
             .sum();
         let slot = packets
             .get_mut(usize::try_from(key).expect("key fits usize"))
@@ -184,14 +141,7 @@ fn dump_counters(pin: &Path) -> Counters {
     }
     // Index layout: router_common::stats.
     let [total, ipv4, ipv6, tcp, other, unparsed] = packets;
-    Counters {
-        total,
-        ipv4,
-        ipv6,
-        tcp,
-        other,
-        unparsed,
-    }
+    Counters { total, ipv4, ipv6, tcp, other, unparsed }
 }
 
 /// The router process inside the node namespace; killed on drop if still running.
@@ -217,10 +167,7 @@ impl Router {
             .stderr(log_file);
         kill_with_parent(&mut cmd);
         let child = cmd.spawn().expect("spawn the router under nsenter");
-        Router {
-            child,
-            log: log.to_path_buf(),
-        }
+        Router { child, log: log.to_path_buf() }
     }
 
     /// Waits up to 60 s for `ready`, panicking with the router's log if it exits or times out.
@@ -228,16 +175,9 @@ impl Router {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !ready() {
             if let Some(status) = self.child.try_wait().expect("poll router") {
-                panic!(
-                    "router exited ({status}) before {what} appeared:\n{}",
-                    self.log()
-                );
+                panic!("router exited ({status}) before {what} appeared:\n{}", self.log());
             }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}:\n{}",
-                self.log()
-            );
+            assert!(Instant::now() < deadline, "timed out waiting for {what}:\n{}", self.log());
             thread::sleep(Duration::from_millis(50));
         }
     }
@@ -254,11 +194,7 @@ impl Router {
             if let Some(status) = self.child.try_wait().expect("poll router") {
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "router did not exit within 30 s of SIGTERM:\n{}",
-                self.log()
-            );
+            assert!(Instant::now() < deadline, "router did not exit within 30 s of SIGTERM:\n{}", self.log());
             thread::sleep(Duration::from_millis(50));
         }
     }
@@ -319,10 +255,7 @@ fn remove_stale_pin_dirs() {
     let ours = format!("router-test-{PREFIX}-");
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(&ours)
-            .and_then(|rest| rest.split('-').next())
-        else {
+        let Some(pid) = name.strip_prefix(&ours).and_then(|rest| rest.split('-').next()) else {
             continue;
         };
         if !Path::new("/proc").join(pid).exists() {
@@ -336,10 +269,7 @@ fn remove_stale_pin_dirs() {
 /// `target/<profile>/deps/xdp_attach-*` -> `target/<profile>/router`.
 fn router_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in target/<profile>/deps");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
     let target_dir = profile_dir.parent().expect("target dir");
     let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     build
@@ -347,23 +277,13 @@ fn router_binary() -> PathBuf {
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir
-        .file_name()
-        .is_some_and(|name| name == "release")
-    {
+    if profile_dir.file_name().is_some_and(|name| name == "release") {
         build.arg("--release");
     }
     let status = build.status().expect("run cargo build for the router");
-    assert!(
-        status.success(),
-        "building the router binary failed: {status}"
-    );
+    assert!(status.success(), "building the router binary failed: {status}");
     let bin = profile_dir.join("router");
-    assert!(
-        bin.is_file(),
-        "router binary not found at {}",
-        bin.display()
-    );
+    assert!(bin.is_file(), "router binary not found at {}", bin.display());
     bin
 }
 
@@ -373,6 +293,5 @@ fn is_root() -> bool {
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

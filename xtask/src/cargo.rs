@@ -13,7 +13,10 @@ pub fn workspace_root() -> PathBuf {
 
 /// The directory cargo puts debug binaries in.
 pub fn debug_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target")).join("debug")
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("debug")
 }
 
 /// `cargo <args>` in the workspace root; fails when cargo fails.
@@ -33,5 +36,15 @@ pub fn cargo(args: &[&str]) -> anyhow::Result<()> {
 
 /// Builds the router and the test backend (debug profile, shared with the tests).
 pub fn build_binaries() -> anyhow::Result<()> {
-    cargo(&["build", "--package", "router-user", "--bin", "router", "--package", "router-tests", "--bin", "test-backend"])
+    cargo(&[
+        "build",
+        "--package",
+        "router-user",
+        "--bin",
+        "router",
+        "--package",
+        "router-tests",
+        "--bin",
+        "test-backend",
+    ])
 }

@@ -17,16 +17,7 @@ use std::{
 use anyhow::{bail, Context as _};
 
 /// Debian packages the tests and benchmarks call.
-const APT_PACKAGES: &[&str] = &[
-    "bpftool",
-    "iproute2",
-    "ethtool",
-    "curl",
-    "wrk",
-    "openssl",
-    "procps",
-    "iputils-ping",
-];
+const APT_PACKAGES: &[&str] = &["bpftool", "iproute2", "ethtool", "curl", "wrk", "openssl", "procps", "iputils-ping"];
 const NIGHTLY: &str = "nightly";
 /// The bpf-linker series that matches aya 0.14 / aya-build 0.2.
 const BPF_LINKER_REQ: &str = "^0.13";
@@ -49,11 +40,7 @@ pub fn ensure() -> anyhow::Result<()> {
 }
 
 fn apt_packages() -> anyhow::Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
-        .iter()
-        .copied()
-        .filter(|package| !dpkg_installed(package))
-        .collect();
+    let missing: Vec<&str> = APT_PACKAGES.iter().copied().filter(|package| !dpkg_installed(package)).collect();
     if missing.is_empty() {
         println!("setup: ok: apt packages ({})", APT_PACKAGES.join(" "));
         return Ok(());
@@ -62,10 +49,7 @@ fn apt_packages() -> anyhow::Result<()> {
     let apt_get = |args: &[&str]| -> anyhow::Result<bool> {
         let mut cmd = privileged("apt-get")?;
         cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-        Ok(cmd
-            .status()
-            .with_context(|| format!("running apt-get {}", args.join(" ")))?
-            .success())
+        Ok(cmd.status().with_context(|| format!("running apt-get {}", args.join(" ")))?.success())
     };
     let mut install = vec!["install", "-y", "--no-install-recommends"];
     install.extend(&missing);
@@ -74,15 +58,9 @@ fn apt_packages() -> anyhow::Result<()> {
     if !installed {
         bail!("apt-get could not install: {}", missing.join(" "));
     }
-    let still_missing: Vec<&str> = missing
-        .into_iter()
-        .filter(|package| !dpkg_installed(package))
-        .collect();
+    let still_missing: Vec<&str> = missing.into_iter().filter(|package| !dpkg_installed(package)).collect();
     if !still_missing.is_empty() {
-        bail!(
-            "still not installed after apt-get: {}",
-            still_missing.join(" ")
-        );
+        bail!("still not installed after apt-get: {}", still_missing.join(" "));
     }
     Ok(())
 }
@@ -91,9 +69,7 @@ fn dpkg_installed(package: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", package])
         .output()
-        .is_ok_and(|out| {
-            out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with("installed")
-        })
+        .is_ok_and(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with("installed"))
 }
 
 /// `program` run directly as root, or through `sudo` otherwise.
@@ -128,35 +104,15 @@ fn nightly_toolchain() -> anyhow::Result<()> {
         bail!("rustup is not on PATH; the eBPF build needs rustup's `{NIGHTLY}` toolchain (https://rustup.rs)");
     }
     let toolchains = stdout(Command::new("rustup").args(["toolchain", "list"]))?;
-    let has_nightly = toolchains
-        .lines()
-        .any(|line| line.starts_with(&format!("{NIGHTLY}-")));
+    let has_nightly = toolchains.lines().any(|line| line.starts_with(&format!("{NIGHTLY}-")));
     if !has_nightly {
         println!("setup: installing the {NIGHTLY} toolchain (profile minimal)");
-        run_checked(Command::new("rustup").args([
-            "toolchain",
-            "install",
-            NIGHTLY,
-            "--profile",
-            "minimal",
-        ]))?;
+        run_checked(Command::new("rustup").args(["toolchain", "install", NIGHTLY, "--profile", "minimal"]))?;
     }
-    let components = stdout(Command::new("rustup").args([
-        "component",
-        "list",
-        "--installed",
-        "--toolchain",
-        NIGHTLY,
-    ]))?;
+    let components = stdout(Command::new("rustup").args(["component", "list", "--installed", "--toolchain", NIGHTLY]))?;
     if !components.lines().any(|line| line.trim() == "rust-src") {
         println!("setup: adding rust-src to the {NIGHTLY} toolchain");
-        run_checked(Command::new("rustup").args([
-            "component",
-            "add",
-            "rust-src",
-            "--toolchain",
-            NIGHTLY,
-        ]))?;
+        run_checked(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", NIGHTLY]))?;
     }
     println!("setup: ok: {NIGHTLY} toolchain with rust-src");
     Ok(())
@@ -171,9 +127,7 @@ fn bpf_linker() -> anyhow::Result<String> {
         println!("setup: found `{version}`, need {BPF_LINKER_REQ}: reinstalling");
     }
 
-    let sysroot = PathBuf::from(stdout(
-        Command::new("rustup").args(["run", NIGHTLY, "rustc", "--print", "sysroot"]),
-    )?);
+    let sysroot = PathBuf::from(stdout(Command::new("rustup").args(["run", NIGHTLY, "rustc", "--print", "sysroot"]))?);
     let lib_dir = sysroot.join("lib");
     let (llvm_lib, major) = toolchain_libllvm(&lib_dir)?;
     link_libllvm(&lib_dir, &llvm_lib)?;
@@ -206,24 +160,19 @@ fn bpf_linker() -> anyhow::Result<String> {
 
     match bpf_linker_version() {
         Some(version) if version.starts_with(BPF_LINKER_PREFIX) => Ok(version),
-        other => bail!(
-            "bpf-linker installed but `bpf-linker --version` reports {other:?}; is ~/.cargo/bin on PATH?"
-        ),
+        other => bail!("bpf-linker installed but `bpf-linker --version` reports {other:?}; is ~/.cargo/bin on PATH?"),
     }
 }
 
 fn bpf_linker_version() -> Option<String> {
     let out = Command::new("bpf-linker").arg("--version").output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Finds the toolchain's real libLLVM (`libLLVM.so.<major>.<minor>-rust-<version>`) in `lib_dir`
 /// and returns it with its LLVM major version.
 fn toolchain_libllvm(lib_dir: &Path) -> anyhow::Result<(PathBuf, u32)> {
-    let entries =
-        fs::read_dir(lib_dir).with_context(|| format!("listing {}", lib_dir.display()))?;
+    let entries = fs::read_dir(lib_dir).with_context(|| format!("listing {}", lib_dir.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("listing {}", lib_dir.display()))?;
         let name = entry.file_name();
@@ -256,42 +205,25 @@ fn link_libllvm(lib_dir: &Path, target: &Path) -> anyhow::Result<()> {
     if fs::symlink_metadata(&link).is_ok() {
         fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
     }
-    println!(
-        "setup: symlinking {} -> {}",
-        link.display(),
-        target.display()
-    );
+    println!("setup: symlinking {} -> {}", link.display(), target.display());
     std::os::unix::fs::symlink(target, &link)
         .with_context(|| format!("symlinking {} -> {}", link.display(), target.display()))
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 fn stdout(cmd: &mut Command) -> anyhow::Result<String> {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd
-        .output()
-        .with_context(|| format!("running {}", describe(cmd)))?;
+    let Output { status, stdout, stderr } = cmd.output().with_context(|| format!("running {}", describe(cmd)))?;
     if !status.success() {
-        bail!(
-            "{} failed ({status}): {}",
-            describe(cmd),
-            String::from_utf8_lossy(&stderr).trim()
-        );
+        bail!("{} failed ({status}): {}", describe(cmd), String::from_utf8_lossy(&stderr).trim());
     }
     Ok(String::from_utf8_lossy(&stdout).trim().to_owned())
 }
 
 fn run_checked(cmd: &mut Command) -> anyhow::Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("running {}", describe(cmd)))?;
+    let status = cmd.status().with_context(|| format!("running {}", describe(cmd)))?;
     if !status.success() {
         bail!("{} failed ({status})", describe(cmd));
     }
@@ -299,11 +231,7 @@ fn run_checked(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 fn describe(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(OsStr::to_string_lossy)
-        .collect::<Vec<_>>()
-        .join(" ")
+    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(OsStr::to_string_lossy).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -331,14 +259,8 @@ mod tests {
 
     #[test]
     fn llvm_major_comes_from_the_versioned_library_name() {
-        assert_eq!(
-            libllvm_major("libLLVM.so.22.1-rust-1.97.0-nightly"),
-            Some(22)
-        );
-        assert_eq!(
-            libllvm_major("libLLVM.so.23.0-rust-1.99.0-nightly"),
-            Some(23)
-        );
+        assert_eq!(libllvm_major("libLLVM.so.22.1-rust-1.97.0-nightly"), Some(22));
+        assert_eq!(libllvm_major("libLLVM.so.23.0-rust-1.99.0-nightly"), Some(23));
         assert_eq!(libllvm_major("libLLVM-22-rust-1.97.0-nightly.so"), None);
         assert_eq!(libllvm_major("libLLVM.so"), None);
     }

@@ -126,17 +126,15 @@ mod tests {
     #[test]
     fn renders_request_counters_with_labels() {
         let metrics = Metrics::default();
-        let labels = RequestLabels {
-            backend: "be_http:ns:web".into(),
-            namespace: "ns".into(),
-            route: "web".into(),
-            code: 200,
-        };
+        let labels =
+            RequestLabels { backend: "be_http:ns:web".into(), namespace: "ns".into(), route: "web".into(), code: 200 };
         metrics.http_requests.get_or_create(&labels).inc();
         metrics.table_generation.set(3);
         let text = metrics.render();
         assert!(
-            text.contains(r#"router_http_requests_total{backend="be_http:ns:web",namespace="ns",route="web",code="200"} 1"#),
+            text.contains(
+                r#"router_http_requests_total{backend="be_http:ns:web",namespace="ns",route="web",code="200"} 1"#
+            ),
             "{text}"
         );
         assert!(text.contains("router_table_generation 3"), "{text}");

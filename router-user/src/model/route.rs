@@ -7,13 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[kube(
-    group = "route.openshift.io",
-    version = "v1",
-    kind = "Route",
-    namespaced,
-    status = "RouteStatus"
-)]
+#[kube(group = "route.openshift.io", version = "v1", kind = "Route", namespaced, status = "RouteStatus")]
 #[serde(rename_all = "camelCase")]
 pub struct RouteSpec {
     /// Public host name; empty when `subdomain` is used.

@@ -163,9 +163,7 @@ pub fn is_routable(ip: IpAddr, allow_loopback: bool) -> bool {
         ),
         IpAddr::V6(v6) => (
             v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80,
-            v6.is_multicast()
-                || v6.is_unspecified()
-                || v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254],
+            v6.is_multicast() || v6.is_unspecified() || v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254],
         ),
     };
     !never && (allow_loopback || !local)

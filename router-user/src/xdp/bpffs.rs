@@ -38,10 +38,7 @@ pub(crate) fn is_bpffs(path: &Path) -> io::Result<bool> {
 /// whether it mounted one (the mount is left in place on exit, as systemd would have it).
 pub(crate) fn ensure_mounted() -> Result<bool, XdpError> {
     let root = Path::new(BPFFS_ROOT);
-    let mount_err = |cause| XdpError::MountBpffs {
-        path: root.to_path_buf(),
-        cause,
-    };
+    let mount_err = |cause| XdpError::MountBpffs { path: root.to_path_buf(), cause };
     if is_bpffs(root).map_err(mount_err)? {
         return Ok(false);
     }
@@ -50,15 +47,7 @@ pub(crate) fn ensure_mounted() -> Result<bool, XdpError> {
     let data = c"mode=0700";
     let target = c_path(root).map_err(mount_err)?;
     // SAFETY: all four pointers are valid NUL-terminated strings that outlive the call.
-    let rc = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            data.as_ptr().cast(),
-        )
-    };
+    let rc = unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, data.as_ptr().cast()) };
     if rc != 0 {
         return Err(mount_err(io::Error::last_os_error()));
     }
@@ -80,21 +69,14 @@ pub(crate) struct PinDir {
 impl PinDir {
     /// Creates `path` (and missing parents), then checks it is on a bpf filesystem.
     pub(crate) fn create(path: &Path) -> Result<PinDir, XdpError> {
-        let dir_err = |cause| XdpError::PinDir {
-            path: path.to_path_buf(),
-            cause,
-        };
+        let dir_err = |cause| XdpError::PinDir { path: path.to_path_buf(), cause };
         let mut missing: Vec<PathBuf> = path
             .ancestors()
             .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
             .map(Path::to_path_buf)
             .collect();
         missing.reverse();
-        let mut dir = PinDir {
-            path: path.to_path_buf(),
-            created: Vec::new(),
-            pins: Vec::new(),
-        };
+        let mut dir = PinDir { path: path.to_path_buf(), created: Vec::new(), pins: Vec::new() };
         // On an early return, dropping `dir` removes what was created so far.
         for step in missing {
             match fs::create_dir(&step) {
@@ -104,9 +86,7 @@ impl PinDir {
             }
         }
         if !is_bpffs(path).map_err(dir_err)? {
-            return Err(XdpError::NotBpffs {
-                path: path.to_path_buf(),
-            });
+            return Err(XdpError::NotBpffs { path: path.to_path_buf() });
         }
         Ok(dir)
     }
@@ -157,6 +137,5 @@ impl Drop for PinDir {
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err))
+    CString::new(path.as_os_str().as_bytes()).map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err))
 }

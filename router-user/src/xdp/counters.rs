@@ -3,9 +3,7 @@
 use aya::maps::{MapData, PerCpuArray};
 use router_common::{
     maps::XDP_STATS,
-    stats::{
-        PacketCounter, STATS_IPV4, STATS_IPV6, STATS_OTHER, STATS_TCP, STATS_TOTAL, STATS_UNPARSED,
-    },
+    stats::{PacketCounter, STATS_IPV4, STATS_IPV6, STATS_OTHER, STATS_TCP, STATS_TOTAL, STATS_UNPARSED},
 };
 
 use super::XdpError;
@@ -36,21 +34,13 @@ pub(crate) struct StatsMap(PerCpuArray<MapData, PacketCounter>);
 
 impl StatsMap {
     pub(crate) fn new(map: aya::maps::Map) -> Result<StatsMap, XdpError> {
-        PerCpuArray::try_from(map)
-            .map(StatsMap)
-            .map_err(|cause| XdpError::Map {
-                name: XDP_STATS,
-                cause,
-            })
+        PerCpuArray::try_from(map).map(StatsMap).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })
     }
 
     /// Reads every counter once and sums its per-CPU slots.
     pub(crate) fn read(&self) -> Result<XdpCounters, XdpError> {
         let counter = |index: u32| -> Result<PacketCounter, XdpError> {
-            let per_cpu = self.0.get(&index, 0).map_err(|cause| XdpError::Map {
-                name: XDP_STATS,
-                cause,
-            })?;
+            let per_cpu = self.0.get(&index, 0).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })?;
             Ok(sum(&per_cpu))
         };
         let total = counter(STATS_TOTAL)?;
@@ -68,12 +58,10 @@ impl StatsMap {
 
 /// Sums per-CPU slots (wrapping, like the kernel-side counters themselves).
 fn sum(per_cpu: &[PacketCounter]) -> PacketCounter {
-    per_cpu
-        .iter()
-        .fold(PacketCounter::default(), |acc, slot| PacketCounter {
-            packets: acc.packets.wrapping_add(slot.packets),
-            bytes: acc.bytes.wrapping_add(slot.bytes),
-        })
+    per_cpu.iter().fold(PacketCounter::default(), |acc, slot| PacketCounter {
+        packets: acc.packets.wrapping_add(slot.packets),
+        bytes: acc.bytes.wrapping_add(slot.bytes),
+    })
 }
 
 #[cfg(test)]
@@ -83,22 +71,10 @@ mod tests {
     #[test]
     fn sums_every_cpu_slot() {
         let slots = [
-            PacketCounter {
-                packets: 2,
-                bytes: 120,
-            },
+            PacketCounter { packets: 2, bytes: 120 },
             PacketCounter::default(),
-            PacketCounter {
-                packets: 3,
-                bytes: 200,
-            },
+            PacketCounter { packets: 3, bytes: 200 },
         ];
-        assert_eq!(
-            sum(&slots),
-            PacketCounter {
-                packets: 5,
-                bytes: 320
-            }
-        );
+        assert_eq!(sum(&slots), PacketCounter { packets: 5, bytes: 320 });
     }
 }

@@ -16,12 +16,7 @@ pub enum XdpError {
     #[error("pin dir {path}: {cause}")]
     PinDir { path: PathBuf, cause: io::Error },
     #[error("another router is live with pins in {pin_dir} (BPF program {prog_id} ({prog_name}) uses them); refusing to attach to {iface}: stop it or pick another pin dir")]
-    PinsInUse {
-        iface: String,
-        pin_dir: PathBuf,
-        prog_id: u32,
-        prog_name: String,
-    },
+    PinsInUse { iface: String, pin_dir: PathBuf, prog_id: u32, prog_name: String },
     #[error("pin {path} exists but is not a BPF map this loader can reuse or clear: {reason}")]
     PinOccupied { path: PathBuf, reason: String },
     #[error("interface {iface}: not found in this network namespace")]
@@ -29,40 +24,19 @@ pub enum XdpError {
     #[error("interface {iface}: querying its XDP programs over netlink: {cause}")]
     Query { iface: String, cause: io::Error },
     #[error("another router (or XDP program) is attached to {iface}: BPF program {prog_id} ({prog_name}) in {mode} mode; refusing to replace it")]
-    AlreadyAttached {
-        iface: String,
-        prog_id: u32,
-        prog_name: String,
-        mode: &'static str,
-    },
+    AlreadyAttached { iface: String, prog_id: u32, prog_name: String, mode: &'static str },
     #[error("loading the embedded eBPF object: {}", Chain(.0))]
     Object(aya::EbpfError),
     #[error("the embedded eBPF object has no {kind} named {name}")]
-    Missing {
-        kind: &'static str,
-        name: &'static str,
-    },
+    Missing { kind: &'static str, name: &'static str },
     #[error("program {name}: {}", Chain(.cause))]
-    Program {
-        name: &'static str,
-        cause: aya::programs::ProgramError,
-    },
+    Program { name: &'static str, cause: aya::programs::ProgramError },
     #[error("interface {iface}: attaching in {mode} mode: {}", Chain(.cause))]
-    Attach {
-        iface: String,
-        mode: &'static str,
-        cause: aya::programs::ProgramError,
-    },
+    Attach { iface: String, mode: &'static str, cause: aya::programs::ProgramError },
     #[error("pinning map at {path}: {}", Chain(.cause))]
-    Pin {
-        path: PathBuf,
-        cause: aya::pin::PinError,
-    },
+    Pin { path: PathBuf, cause: aya::pin::PinError },
     #[error("map {name}: {}", Chain(.cause))]
-    Map {
-        name: &'static str,
-        cause: aya::maps::MapError,
-    },
+    Map { name: &'static str, cause: aya::maps::MapError },
 }
 
 /// Displays an error followed by each of its sources: `a: b: c`.
@@ -96,9 +70,7 @@ mod tests {
         };
         let message = err.to_string();
         assert!(
-            message.starts_with(
-                "interface eth0: attaching in driver mode: `bpf_link_create` failed: "
-            ),
+            message.starts_with("interface eth0: attaching in driver mode: `bpf_link_create` failed: "),
             "{message}"
         );
         assert!(message.contains("not supported"), "{message}");

@@ -52,61 +52,28 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
 
 /// On error, the `Ebpf` (with any link) is dropped first, detaching, then `pins` removes whatever
 /// was pinned.
-fn load_and_attach(
-    opts: &XdpOptions,
-    if_index: u32,
-    mut pins: PinDir,
-) -> Result<Attached, XdpError> {
+fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
     clear_stale_pins(iface, &pins)?;
 
     let mut ebpf = Ebpf::load(OBJECT).map_err(XdpError::Object)?;
     let program = xdp_program(&mut ebpf)?;
-    program.load().map_err(|cause| XdpError::Program {
-        name: PROGRAM,
-        cause,
-    })?;
-    let prog_id = program
-        .info()
-        .map_err(|cause| XdpError::Program {
-            name: PROGRAM,
-            cause,
-        })?
-        .id();
+    program.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
+    let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
 
     // Pin after attaching: a pin under the pin dir means "attached and counting".
-    let map = ebpf.take_map(XDP_STATS).ok_or(XdpError::Missing {
-        kind: "map",
-        name: XDP_STATS,
-    })?;
+    let map = ebpf.take_map(XDP_STATS).ok_or(XdpError::Missing { kind: "map", name: XDP_STATS })?;
     let path = pins.pin_path(XDP_STATS);
-    map.pin(&path).map_err(|cause| XdpError::Pin {
-        path: path.clone(),
-        cause,
-    })?;
+    map.pin(&path).map_err(|cause| XdpError::Pin { path: path.clone(), cause })?;
     pins.record_pin(path);
     let stats = StatsMap::new(map)?;
-    Ok(Attached {
-        ebpf,
-        link,
-        if_index,
-        prog_id,
-        mode,
-        stats,
-        pins,
-    })
+    Ok(Attached { ebpf, link, if_index, prog_id, mode, stats, pins })
 }
 
 pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
-    let program = ebpf.program_mut(PROGRAM).ok_or(XdpError::Missing {
-        kind: "program",
-        name: PROGRAM,
-    })?;
-    program.try_into().map_err(|cause| XdpError::Program {
-        name: PROGRAM,
-        cause,
-    })
+    let program = ebpf.program_mut(PROGRAM).ok_or(XdpError::Missing { kind: "program", name: PROGRAM })?;
+    program.try_into().map_err(|cause| XdpError::Program { name: PROGRAM, cause })
 }
 
 /// A concrete attach mode (what `XdpMode::Auto` resolves to).
@@ -181,28 +148,14 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramEr
             };
         }
     }
-    XdpError::Attach {
-        iface: iface.to_owned(),
-        mode,
-        cause,
-    }
+    XdpError::Attach { iface: iface.to_owned(), mode, cause }
 }
 
 /// Detaches `link` and waits (bounded) until the kernel no longer lists program `prog_id` on the
 /// interface: closing a `bpf_link` detaches asynchronously, and callers (shutdown, tests, a restart)
 /// should see the interface free when this returns.
-pub(crate) fn detach(
-    ebpf: &mut Ebpf,
-    link: XdpLinkId,
-    if_index: u32,
-    prog_id: u32,
-) -> Result<(), XdpError> {
-    xdp_program(ebpf)?
-        .detach(link)
-        .map_err(|cause| XdpError::Program {
-            name: PROGRAM,
-            cause,
-        })?;
+pub(crate) fn detach(ebpf: &mut Ebpf, link: XdpLinkId, if_index: u32, prog_id: u32) -> Result<(), XdpError> {
+    xdp_program(ebpf)?.detach(link).map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
     let deadline = Instant::now() + DETACH_WAIT;
     loop {
         let still_attached = match netlink::xdp_attachments(if_index) {
@@ -214,11 +167,7 @@ pub(crate) fn detach(
             return Ok(());
         }
         if Instant::now() >= deadline {
-            tracing::warn!(
-                if_index,
-                prog_id,
-                "XDP program still listed on the interface after detach"
-            );
+            tracing::warn!(if_index, prog_id, "XDP program still listed on the interface after detach");
             return Ok(());
         }
         std::thread::sleep(DETACH_POLL);
@@ -226,9 +175,7 @@ pub(crate) fn detach(
 }
 
 fn if_index(iface: &str) -> Result<u32, XdpError> {
-    let unknown = || XdpError::UnknownInterface {
-        iface: iface.to_owned(),
-    };
+    let unknown = || XdpError::UnknownInterface { iface: iface.to_owned() };
     let c_iface = CString::new(iface).map_err(|_| unknown())?;
     // SAFETY: `c_iface` is a valid NUL-terminated string for the duration of the call.
     let index = unsafe { libc::if_nametoindex(c_iface.as_ptr()) };
@@ -241,10 +188,8 @@ fn if_index(iface: &str) -> Result<u32, XdpError> {
 /// Fails when any XDP program (ours from another router, or anyone's) is attached to the interface:
 /// attaching must never silently replace it.
 fn refuse_if_attached(iface: &str, if_index: u32) -> Result<(), XdpError> {
-    let attached = netlink::xdp_attachments(if_index).map_err(|cause| XdpError::Query {
-        iface: iface.to_owned(),
-        cause,
-    })?;
+    let attached =
+        netlink::xdp_attachments(if_index).map_err(|cause| XdpError::Query { iface: iface.to_owned(), cause })?;
     match attached.first() {
         None => Ok(()),
         Some(existing) => Err(XdpError::AlreadyAttached {
@@ -264,10 +209,7 @@ fn clear_stale_pins(iface: &str, pins: &PinDir) -> Result<(), XdpError> {
         if std::fs::symlink_metadata(&path).is_err() {
             continue;
         }
-        let occupied = |reason: String| XdpError::PinOccupied {
-            path: path.clone(),
-            reason,
-        };
+        let occupied = |reason: String| XdpError::PinOccupied { path: path.clone(), reason };
         let map = MapData::from_pin(&path).map_err(|err| occupied(err.to_string()))?;
         let map_id = map.info().map_err(|err| occupied(err.to_string()))?.id();
         if let Some((prog_id, prog_name)) = program_using_map(map_id) {

@@ -69,15 +69,7 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached {
-            ebpf,
-            link,
-            if_index,
-            prog_id,
-            mode,
-            stats,
-            pins,
-        } = loader::attach(opts)?;
+        let loader::Attached { ebpf, link, if_index, prog_id, mode, stats, pins } = loader::attach(opts)?;
         tracing::info!(
             iface = %opts.iface,
             mode,
@@ -85,16 +77,7 @@ impl XdpFront {
             pin_dir = %pins.path().display(),
             "XDP front attached"
         );
-        Ok(XdpFront {
-            iface: opts.iface.clone(),
-            if_index,
-            prog_id,
-            mode,
-            link: Some(link),
-            stats,
-            pins,
-            ebpf,
-        })
+        Ok(XdpFront { iface: opts.iface.clone(), if_index, prog_id, mode, link: Some(link), stats, pins, ebpf })
     }
 
     /// The mode the program runs in: `"driver"` or `"skb"`.

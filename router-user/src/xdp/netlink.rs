@@ -75,9 +75,7 @@ fn parse_getlink_reply(mut buf: &[u8]) -> io::Result<Vec<XdpAttachment>> {
                 }
             }
             libc::RTM_NEWLINK => {
-                let attrs = msg
-                    .get(NLMSG_HDR_LEN + IFINFOMSG_LEN..)
-                    .ok_or_else(malformed)?;
+                let attrs = msg.get(NLMSG_HDR_LEN + IFINFOMSG_LEN..).ok_or_else(malformed)?;
                 let xdp = attributes(attrs).find(|&(kind, _)| kind == IFLA_XDP);
                 let Some((_, xdp)) = xdp else {
                     return Ok(Vec::new());
@@ -100,10 +98,7 @@ fn parse_getlink_reply(mut buf: &[u8]) -> io::Result<Vec<XdpAttachment>> {
         }
         buf = buf.get(align4(msg_len)..).unwrap_or_default();
     }
-    Err(io::Error::new(
-        io::ErrorKind::UnexpectedEof,
-        "rtnetlink reply held no link message",
-    ))
+    Err(io::Error::new(io::ErrorKind::UnexpectedEof, "rtnetlink reply held no link message"))
 }
 
 /// Iterates `(type, value)` over a run of netlink attributes; stops at the first malformed one.
@@ -139,13 +134,7 @@ struct RouteSocket(OwnedFd);
 impl RouteSocket {
     fn open() -> io::Result<RouteSocket> {
         // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
+        let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -170,10 +159,7 @@ impl RouteSocket {
         };
         match sent {
             n if n < 0 => Err(io::Error::last_os_error()),
-            n if n as usize != msg.len() => Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "short rtnetlink send",
-            )),
+            n if n as usize != msg.len() => Err(io::Error::new(io::ErrorKind::WriteZero, "short rtnetlink send")),
             _ => Ok(()),
         }
     }
@@ -224,13 +210,7 @@ mod tests {
         let mut attrs = attr(3, b"veth0\0");
         attrs.extend(attr(IFLA_XDP | 1 << 15, &nested));
         let reply = newlink(&attrs);
-        assert_eq!(
-            parse_getlink_reply(&reply).expect("parses"),
-            vec![XdpAttachment {
-                prog_id: 42,
-                mode: "skb"
-            }]
-        );
+        assert_eq!(parse_getlink_reply(&reply).expect("parses"), vec![XdpAttachment { prog_id: 42, mode: "skb" }]);
     }
 
     #[test]

@@ -1,8 +1,7 @@
 //! The eBPF object, built by `build.rs` (aya-build) and embedded in the binary.
 
 /// The ELF object holding `xdp_front` and its maps, 8-byte aligned as aya's parser wants.
-pub(crate) static OBJECT: &[u8] =
-    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/router-ebpf"));
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/router-ebpf"));
 
 /// Name of the XDP program in the object (the `#[xdp]` function in `router-ebpf`).
 pub(crate) const PROGRAM: &str = "xdp_front";

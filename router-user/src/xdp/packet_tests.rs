@@ -40,22 +40,7 @@ fn ipv6(next_header: u8) -> Vec<u8> {
 
 /// A TCP header with `data_offset` words (SYN set).
 fn tcp(data_offset: u8) -> Vec<u8> {
-    let mut header = vec![
-        0x30,
-        0x39,
-        0,
-        80,
-        0,
-        0,
-        0,
-        1,
-        0,
-        0,
-        0,
-        0,
-        data_offset << 4,
-        0x02,
-    ];
+    let mut header = vec![0x30, 0x39, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, data_offset << 4, 0x02];
     header.resize(20, 0);
     header
 }
@@ -83,96 +68,31 @@ fn fixtures() -> Vec<(&'static str, Vec<u8>, Class, bool)> {
     let mut bad_ipv6 = packet(&[eth(ETH_P_IPV6), ipv6(TCP), tcp(5)]);
     bad_ipv6[14] = 0x40; // version 4 in an IPv6 EtherType
     vec![
-        (
-            "ipv4 tcp syn",
-            packet(&[eth(ETH_P_IP), ipv4(TCP, 5, 0), tcp(5)]),
-            Class::Ipv4,
-            true,
-        ),
-        (
-            "ipv4 with options, tcp",
-            packet(&[eth(ETH_P_IP), ipv4(TCP, 8, 0), tcp(6)]),
-            Class::Ipv4,
-            true,
-        ),
-        (
-            "ipv4 udp",
-            packet(&[eth(ETH_P_IP), ipv4(UDP, 5, 0), vec![0; 8]]),
-            Class::Ipv4,
-            false,
-        ),
+        ("ipv4 tcp syn", packet(&[eth(ETH_P_IP), ipv4(TCP, 5, 0), tcp(5)]), Class::Ipv4, true),
+        ("ipv4 with options, tcp", packet(&[eth(ETH_P_IP), ipv4(TCP, 8, 0), tcp(6)]), Class::Ipv4, true),
+        ("ipv4 udp", packet(&[eth(ETH_P_IP), ipv4(UDP, 5, 0), vec![0; 8]]), Class::Ipv4, false),
         (
             "ipv4 non-first fragment of tcp",
             packet(&[eth(ETH_P_IP), ipv4(TCP, 5, 0x00b9), vec![0; 8]]),
             Class::Ipv4,
             false,
         ),
-        (
-            "ipv6 tcp",
-            packet(&[eth(ETH_P_IPV6), ipv6(TCP), tcp(5)]),
-            Class::Ipv6,
-            true,
-        ),
-        (
-            "ipv6 udp",
-            packet(&[eth(ETH_P_IPV6), ipv6(UDP), vec![0; 8]]),
-            Class::Ipv6,
-            false,
-        ),
-        (
-            "arp",
-            packet(&[eth(ETH_P_ARP), vec![0; 28]]),
-            Class::Other,
-            false,
-        ),
+        ("ipv6 tcp", packet(&[eth(ETH_P_IPV6), ipv6(TCP), tcp(5)]), Class::Ipv6, true),
+        ("ipv6 udp", packet(&[eth(ETH_P_IPV6), ipv6(UDP), vec![0; 8]]), Class::Ipv6, false),
+        ("arp", packet(&[eth(ETH_P_ARP), vec![0; 28]]), Class::Other, false),
         (
             "vlan-tagged ipv4",
-            packet(&[
-                eth(ETH_P_8021Q),
-                vec![0, 1, 0x08, 0],
-                ipv4(TCP, 5, 0),
-                tcp(5),
-            ]),
+            packet(&[eth(ETH_P_8021Q), vec![0, 1, 0x08, 0], ipv4(TCP, 5, 0), tcp(5)]),
             Class::Other,
             false,
         ),
-        (
-            "ipv4 cut inside the header",
-            short_ipv4,
-            Class::Unparsed,
-            false,
-        ),
-        (
-            "ipv4 cut inside its options",
-            short_options,
-            Class::Unparsed,
-            false,
-        ),
-        (
-            "ipv4 ihl < 5",
-            packet(&[eth(ETH_P_IP), ipv4(TCP, 4, 0), tcp(5)]),
-            Class::Unparsed,
-            false,
-        ),
+        ("ipv4 cut inside the header", short_ipv4, Class::Unparsed, false),
+        ("ipv4 cut inside its options", short_options, Class::Unparsed, false),
+        ("ipv4 ihl < 5", packet(&[eth(ETH_P_IP), ipv4(TCP, 4, 0), tcp(5)]), Class::Unparsed, false),
         ("tcp cut short", short_tcp, Class::Unparsed, false),
-        (
-            "tcp data offset < 5",
-            packet(&[eth(ETH_P_IP), ipv4(TCP, 5, 0), tcp(4)]),
-            Class::Unparsed,
-            false,
-        ),
-        (
-            "ipv6 ethertype, version 4",
-            bad_ipv6,
-            Class::Unparsed,
-            false,
-        ),
-        (
-            "ipv6 cut inside the header",
-            packet(&[eth(ETH_P_IPV6), vec![0x60; 20]]),
-            Class::Unparsed,
-            false,
-        ),
+        ("tcp data offset < 5", packet(&[eth(ETH_P_IP), ipv4(TCP, 5, 0), tcp(4)]), Class::Unparsed, false),
+        ("ipv6 ethertype, version 4", bad_ipv6, Class::Unparsed, false),
+        ("ipv6 cut inside the header", packet(&[eth(ETH_P_IPV6), vec![0x60; 20]]), Class::Unparsed, false),
     ]
 }
 
@@ -204,10 +124,7 @@ fn every_fixture_is_passed_and_counted_in_its_class() {
     for (name, frame, class, is_tcp) in fixtures() {
         let before = stats.read().expect("read counters");
         let run = program
-            .test_run(TestRunOptions {
-                data_in: Some(&frame),
-                ..TestRunOptions::default()
-            })
+            .test_run(TestRunOptions { data_in: Some(&frame), ..TestRunOptions::default() })
             .unwrap_or_else(|err| panic!("{name}: test run: {err}"));
         assert_eq!(run.return_value, XDP_PASS, "{name}: verdict");
         let got = delta(stats.read().expect("read counters"), before);

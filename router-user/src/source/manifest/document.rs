@@ -7,9 +7,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
 
 /// One YAML document of a file.
@@ -23,10 +21,7 @@ pub(super) struct Document {
 impl Document {
     /// An empty document starting at file line `first_line`.
     fn at(first_line: usize) -> Self {
-        Self {
-            first_line,
-            text: String::new(),
-        }
+        Self { first_line, text: String::new() }
     }
 
     /// Converts a 1-based line inside this document into the file line.
@@ -85,15 +80,8 @@ pub(super) fn item_line(text: &str, index: usize) -> Option<usize> {
 
 /// Deserializes element `index` of the document's `items` as `T` straight from the text, skipping
 /// the rest, so a failure carries its position in `text` (a `serde_yaml::Value` has no positions).
-pub(super) fn probe_item<T: DeserializeOwned>(
-    text: &str,
-    index: usize,
-) -> Result<(), serde_yaml::Error> {
-    ListProbe::<T> {
-        index,
-        item: PhantomData,
-    }
-    .deserialize(serde_yaml::Deserializer::from_str(text))
+pub(super) fn probe_item<T: DeserializeOwned>(text: &str, index: usize) -> Result<(), serde_yaml::Error> {
+    ListProbe::<T> { index, item: PhantomData }.deserialize(serde_yaml::Deserializer::from_str(text))
 }
 
 /// Fails on whatever it is asked to read, so serde_yaml stamps the error with that node's start
@@ -134,10 +122,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ListProbe<T> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<serde_yaml::Value>()? {
             if key.as_str() == Some("items") {
-                map.next_value_seed(ItemsProbe::<T> {
-                    index: self.index,
-                    item: PhantomData,
-                })?;
+                map.next_value_seed(ItemsProbe::<T> { index: self.index, item: PhantomData })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -188,15 +173,7 @@ mod tests {
         let text = "---\n# only a comment\n---\na: 1\n---   \n\n--- b: 2\n...\n# trailer\nc: 3\n";
         let docs = split(text);
         let got: Vec<(usize, &str)> = docs.iter().map(|d| (d.first_line, d.text.trim())).collect();
-        assert_eq!(
-            got,
-            vec![
-                (1, "# only a comment"),
-                (3, "a: 1"),
-                (7, "b: 2"),
-                (9, "# trailer\nc: 3")
-            ]
-        );
+        assert_eq!(got, vec![(1, "# only a comment"), (3, "a: 1"), (7, "b: 2"), (9, "# trailer\nc: 3")]);
         // The marker line is blanked, not dropped, so document line 2 is file line 4.
         assert_eq!(docs[1].file_line(2), 4);
     }

@@ -17,16 +17,8 @@ pub struct ManifestError {
 }
 
 impl ManifestError {
-    pub(crate) fn new(
-        path: impl Into<PathBuf>,
-        line: Option<usize>,
-        reason: impl Into<String>,
-    ) -> Self {
-        Self {
-            path: path.into(),
-            line,
-            reason: reason.into(),
-        }
+    pub(crate) fn new(path: impl Into<PathBuf>, line: Option<usize>, reason: impl Into<String>) -> Self {
+        Self { path: path.into(), line, reason: reason.into() }
     }
 
     /// Logs the error at warn level, with the path, line and reason as fields.
@@ -100,8 +92,7 @@ mod tests {
 
     #[test]
     fn yaml_reason_drops_positions() {
-        let err = serde_yaml::from_str::<serde_yaml::Value>("a: [1, 2\nb: 3\n")
-            .expect_err("unterminated flow");
+        let err = serde_yaml::from_str::<serde_yaml::Value>("a: [1, 2\nb: 3\n").expect_err("unterminated flow");
         let reason = yaml_reason(&err);
         assert!(!reason.contains("line "), "{reason}");
         assert!(!reason.is_empty());

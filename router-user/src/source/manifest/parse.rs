@@ -31,18 +31,9 @@ pub(super) struct Parsed {
 pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
     let mut parsed = Parsed::default();
     for doc in document::split(text) {
-        Ctx {
-            path,
-            doc: &doc,
-            out: &mut parsed,
-        }
-        .document();
+        Ctx { path, doc: &doc, out: &mut parsed }.document();
     }
-    parsed
-        .objects
-        .secrets
-        .values_mut()
-        .for_each(merge_string_data);
+    parsed.objects.secrets.values_mut().for_each(merge_string_data);
     parsed
 }
 
@@ -86,20 +77,13 @@ impl Ctx<'_> {
     /// apiVersion/kind.
     fn list(&mut self, mut value: Value) {
         let list_version = str_field(&value, "apiVersion").to_owned();
-        let item_kind = str_field(&value, "kind")
-            .strip_suffix("List")
-            .unwrap_or_default()
-            .to_owned();
+        let item_kind = str_field(&value, "kind").strip_suffix("List").unwrap_or_default().to_owned();
         let items = match value.get_mut("items").map(std::mem::take) {
             Some(Value::Sequence(items)) => items,
             Some(Value::Null) | None => Vec::new(),
             Some(_) => {
                 let line = document::node_line(&self.doc.text);
-                return self.fail(
-                    Place::Document,
-                    line,
-                    "items: expected a sequence".to_owned(),
-                );
+                return self.fail(Place::Document, line, "items: expected a sequence".to_owned());
             }
         };
         for (index, item) in items.into_iter().enumerate() {
@@ -122,28 +106,16 @@ impl Ctx<'_> {
             ("route.openshift.io/v1", "Route") => {
                 self.add::<_, Route>(place, kind, value, namespaced, |o| &mut o.routes)
             }
-            ("v1", "Service") => {
-                self.add::<_, Service>(place, kind, value, namespaced, |o| &mut o.services)
-            }
-            ("v1", "Endpoints") => {
-                self.add::<_, Endpoints>(place, kind, value, namespaced, |o| &mut o.endpoints)
-            }
-            ("v1", "Secret") => {
-                self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets)
-            }
+            ("v1", "Service") => self.add::<_, Service>(place, kind, value, namespaced, |o| &mut o.services),
+            ("v1", "Endpoints") => self.add::<_, Endpoints>(place, kind, value, namespaced, |o| &mut o.endpoints),
+            ("v1", "Secret") => self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets),
             ("discovery.k8s.io/v1", "EndpointSlice") => {
-                self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| {
-                    &mut o.endpoint_slices
-                })
+                self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| &mut o.endpoint_slices)
             }
-            ("v1", "Namespace") => {
-                self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces)
-            }
+            ("v1", "Namespace") => self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces),
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
             _ => {
-                let name = value
-                    .get("metadata")
-                    .map_or("", |meta| str_field(meta, "name"));
+                let name = value.get("metadata").map_or("", |meta| str_field(meta, "name"));
                 let path = self.path.display();
                 tracing::debug!(%path, api_version, kind, name, "ignoring unsupported kind");
             }
@@ -191,9 +163,7 @@ impl Ctx<'_> {
             Place::Document => serde_yaml::from_str::<T>(text).err(),
             Place::Item(index) => document::probe_item::<T>(text, index).err(),
         };
-        let err = located
-            .filter(|err| err.location().is_some())
-            .unwrap_or(plain);
+        let err = located.filter(|err| err.location().is_some()).unwrap_or(plain);
         let line = err.location().map(|at| at.line());
         Err(self.error_at(place, line, yaml_reason(&err)))
     }

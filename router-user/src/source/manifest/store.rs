@@ -111,26 +111,15 @@ impl ManifestSource {
             );
         }
         self.duplicates = duplicates;
-        let errors = self
-            .listing_errors
-            .iter()
-            .chain(self.files.values().flat_map(|file| &file.errors));
-        Pass {
-            update: SourceUpdate {
-                snapshot,
-                errors: errors.cloned().collect(),
-            },
-            changed,
-        }
+        let errors = self.listing_errors.iter().chain(self.files.values().flat_map(|file| &file.errors));
+        Pass { update: SourceUpdate { snapshot, errors: errors.cloned().collect() }, changed }
     }
 
     /// Reads one file and re-parses it if its bytes changed. Returns whether its state changed.
     fn refresh(&mut self, path: &Path) -> bool {
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
-            Err(err) if err.kind() == ErrorKind::NotFound => {
-                return self.files.remove(path).is_some()
-            }
+            Err(err) if err.kind() == ErrorKind::NotFound => return self.files.remove(path).is_some(),
             Err(err) => {
                 let state = self.files.entry(path.to_path_buf()).or_default();
                 return state.read_failed(ManifestError::new(path, None, err.to_string()));
@@ -147,16 +136,9 @@ impl ManifestSource {
         let parsed = match std::str::from_utf8(&bytes) {
             Ok(text) => parse::parse_file(path, text),
             Err(err) => {
-                let line = bytes[..err.valid_up_to()]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    + 1;
+                let line = bytes[..err.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
                 let error = ManifestError::new(path, Some(line), format!("not UTF-8 text: {err}"));
-                Parsed {
-                    objects: Snapshot::default(),
-                    errors: vec![error],
-                }
+                Parsed { objects: Snapshot::default(), errors: vec![error] }
             }
         };
         tracing::debug!(path = %path.display(), errors = parsed.errors.len(), "manifest file read");
@@ -194,9 +176,7 @@ impl FileState {
 
 /// Logs the errors in `now` that were not in `before`.
 fn log_new(before: &[ManifestError], now: &[ManifestError]) {
-    now.iter()
-        .filter(|error| !before.contains(error))
-        .for_each(ManifestError::log);
+    now.iter().filter(|error| !before.contains(error)).for_each(ManifestError::log);
 }
 
 /// All files' objects in path order (later files override earlier ones), and the overrides that
@@ -206,19 +186,11 @@ fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>
     let mut dups = BTreeSet::new();
     let mut origin = BTreeMap::new();
     for (path, file) in files {
-        let mut m = Merge {
-            path,
-            origin: &mut origin,
-            dups: &mut dups,
-        };
+        let mut m = Merge { path, origin: &mut origin, dups: &mut dups };
         let objects = &file.objects;
         m.kind("Route", &mut merged.routes, &objects.routes);
         m.kind("Service", &mut merged.services, &objects.services);
-        m.kind(
-            "EndpointSlice",
-            &mut merged.endpoint_slices,
-            &objects.endpoint_slices,
-        );
+        m.kind("EndpointSlice", &mut merged.endpoint_slices, &objects.endpoint_slices);
         m.kind("Endpoints", &mut merged.endpoints, &objects.endpoints);
         m.kind("Namespace", &mut merged.namespaces, &objects.namespaces);
         m.kind("Secret", &mut merged.secrets, &objects.secrets);
@@ -242,12 +214,7 @@ impl Merge<'_, '_> {
         for (key, object) in src {
             if let Some(first) = self.origin.insert((kind, key.to_string()), self.path) {
                 let (first, winner) = (first.to_path_buf(), self.path.to_path_buf());
-                self.dups.insert(Duplicate {
-                    kind,
-                    key: key.to_string(),
-                    first,
-                    winner,
-                });
+                self.dups.insert(Duplicate { kind, key: key.to_string(), first, winner });
             }
             dst.insert(key.clone(), object.clone());
         }

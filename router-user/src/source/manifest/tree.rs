@@ -41,9 +41,7 @@ pub(super) fn list(root: &Path) -> Listing {
         Ok(_) => listing.files.push(root.to_path_buf()),
         Err(err) => {
             listing.unreadable.push(root.to_path_buf());
-            listing
-                .errors
-                .push(ManifestError::new(root, None, err.to_string()));
+            listing.errors.push(ManifestError::new(root, None, err.to_string()));
         }
     }
     listing.files.sort();
@@ -61,9 +59,7 @@ fn walk(dir: &Path, seen: &mut BTreeSet<PathBuf>, listing: &mut Listing) {
         Ok(entries) => entries,
         Err(err) => {
             listing.unreadable.push(dir.to_path_buf());
-            listing
-                .errors
-                .push(ManifestError::new(dir, None, err.to_string()));
+            listing.errors.push(ManifestError::new(dir, None, err.to_string()));
             return;
         }
     };
@@ -88,18 +84,14 @@ fn is_skipped(name: &str) -> bool {
     name.starts_with('.')
         || name.starts_with('#')
         || name.ends_with('~')
-        || [".swp", ".swo", ".swx"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
+        || [".swp", ".swo", ".swx"].iter().any(|ext| name.ends_with(ext))
 }
 
 fn has_manifest_extension(name: &str) -> bool {
     let Some((_, ext)) = name.rsplit_once('.') else {
         return false;
     };
-    ["yaml", "yml", "json"]
-        .iter()
-        .any(|known| ext.eq_ignore_ascii_case(known))
+    ["yaml", "yml", "json"].iter().any(|known| ext.eq_ignore_ascii_case(known))
 }
 
 /// What the poll compares between ticks: every listed file with its modification time and size.
@@ -127,16 +119,7 @@ mod tests {
     fn lists_manifests_recursively_sorted_and_skips_junk() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
-        for name in [
-            "b.yaml",
-            "a.yml",
-            "c.JSON",
-            "notes.txt",
-            ".hidden.yaml",
-            "x.yaml~",
-            ".x.yaml.swp",
-            "y.swp",
-        ] {
+        for name in ["b.yaml", "a.yml", "c.JSON", "notes.txt", ".hidden.yaml", "x.yaml~", ".x.yaml.swp", "y.swp"] {
             fs::write(root.join(name), "").expect("write");
         }
         fs::create_dir_all(root.join("sub/deeper")).expect("mkdir");
@@ -144,11 +127,7 @@ mod tests {
         fs::write(root.join("sub/deeper/z.yaml"), "").expect("write");
         fs::write(root.join(".git/config.yaml"), "").expect("write");
         let listing = list(root);
-        let names: Vec<_> = listing
-            .files
-            .iter()
-            .map(|p| p.strip_prefix(root).expect("under root"))
-            .collect();
+        let names: Vec<_> = listing.files.iter().map(|p| p.strip_prefix(root).expect("under root")).collect();
         let expect = ["a.yml", "b.yaml", "c.JSON", "sub/deeper/z.yaml"];
         assert_eq!(names, expect.iter().map(Path::new).collect::<Vec<_>>());
         assert!(listing.errors.is_empty());

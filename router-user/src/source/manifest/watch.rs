@@ -30,10 +30,7 @@ const POLL: Duration = Duration::from_secs(2);
 /// Loads once, sends the first `SourceUpdate`, then sends a new one after each batch of changes
 /// that alters the result. Ends when the receiver is dropped.
 pub fn spawn_watch(source: ManifestSource, tx: mpsc::Sender<SourceUpdate>) -> JoinHandle<()> {
-    let options = Options {
-        notify: true,
-        poll: POLL,
-    };
+    let options = Options { notify: true, poll: POLL };
     tokio::spawn(run(source, tx, options))
 }
 
@@ -142,10 +139,7 @@ fn watch_fs(root: &Path, events: &mpsc::Sender<()>) -> Option<RecommendedWatcher
     let (target, mode) = if root.is_dir() {
         (root, RecursiveMode::Recursive)
     } else {
-        let parent = root
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let parent = root.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
         (parent, RecursiveMode::NonRecursive)
     };
     let armed = notify::recommended_watcher(handler).and_then(|mut watcher| {
@@ -189,23 +183,14 @@ mod tests {
     }
 
     fn host(update: &SourceUpdate, name: &str) -> Option<String> {
-        update
-            .snapshot
-            .routes
-            .get(&ObjectKey::new("ns", name))
-            .and_then(|route| route.spec.host.clone())
+        update.snapshot.routes.get(&ObjectKey::new("ns", name)).and_then(|route| route.spec.host.clone())
     }
 
     /// Receives updates until one satisfies `want`; panics if none does within `WAIT`.
-    async fn until(
-        rx: &mut mpsc::Receiver<SourceUpdate>,
-        want: impl Fn(&SourceUpdate) -> bool,
-    ) -> SourceUpdate {
+    async fn until(rx: &mut mpsc::Receiver<SourceUpdate>, want: impl Fn(&SourceUpdate) -> bool) -> SourceUpdate {
         let deadline = Instant::now() + WAIT;
         loop {
-            let update = tokio::time::timeout_at(deadline, rx.recv())
-                .await
-                .expect("an update in time");
+            let update = tokio::time::timeout_at(deadline, rx.recv()).await.expect("an update in time");
             let update = update.expect("the watch is running");
             if want(&update) {
                 return update;
@@ -224,27 +209,17 @@ mod tests {
         let first = until(&mut rx, |_| true).await;
         assert_eq!(host(&first, "a").as_deref(), Some("one.example.com"));
         fs::write(&a, route("a", "two.example.com")).expect("write");
-        until(&mut rx, |u| {
-            host(u, "a").as_deref() == Some("two.example.com")
-        })
-        .await;
+        until(&mut rx, |u| host(u, "a").as_deref() == Some("two.example.com")).await;
         fs::write(dir.path().join("b.yaml"), route("b", "b.example.com")).expect("write");
         until(&mut rx, |u| u.snapshot.routes.len() == 2).await;
         fs::write(&a, "kind: [").expect("write");
         let broken = until(&mut rx, |u| !u.errors.is_empty()).await;
-        assert_eq!(
-            host(&broken, "a").as_deref(),
-            Some("two.example.com"),
-            "last good kept"
-        );
+        assert_eq!(host(&broken, "a").as_deref(), Some("two.example.com"), "last good kept");
         fs::remove_file(&a).expect("rm");
         let gone = until(&mut rx, |u| host(u, "a").is_none()).await;
         assert!(gone.errors.is_empty());
         drop(rx);
-        tokio::time::timeout(WAIT, watch)
-            .await
-            .expect("the watch ends")
-            .expect("no panic");
+        tokio::time::timeout(WAIT, watch).await.expect("the watch ends").expect("no panic");
     }
 
     #[tokio::test]
@@ -252,10 +227,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("later");
         let (tx, mut rx) = mpsc::channel(4);
-        let options = Options {
-            notify: false,
-            poll: Duration::from_millis(50),
-        };
+        let options = Options { notify: false, poll: Duration::from_millis(50) };
         let watch = tokio::spawn(run(ManifestSource::new(&root), tx, options));
         // The root does not exist yet: no state is complete, so nothing is sent (several polls pass).
         let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
@@ -265,30 +237,16 @@ mod tests {
         let update = until(&mut rx, |u| host(u, "a").is_some()).await;
         assert!(update.errors.is_empty());
         fs::write(root.join("a.yaml"), route("a", "three.example.com")).expect("write");
-        until(&mut rx, |u| {
-            host(u, "a").as_deref() == Some("three.example.com")
-        })
-        .await;
+        until(&mut rx, |u| host(u, "a").as_deref() == Some("three.example.com")).await;
         drop(rx);
-        tokio::time::timeout(WAIT, watch)
-            .await
-            .expect("the watch ends")
-            .expect("no panic");
+        tokio::time::timeout(WAIT, watch).await.expect("the watch ends").expect("no panic");
     }
 
     #[test]
     fn reads_do_not_count_as_changes() {
-        assert!(!is_change(&EventKind::Access(AccessKind::Open(
-            AccessMode::Any
-        ))));
-        assert!(!is_change(&EventKind::Access(AccessKind::Close(
-            AccessMode::Read
-        ))));
-        assert!(is_change(&EventKind::Access(AccessKind::Close(
-            AccessMode::Write
-        ))));
-        assert!(is_change(&EventKind::Remove(
-            notify::event::RemoveKind::File
-        )));
+        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
+        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(is_change(&EventKind::Remove(notify::event::RemoveKind::File)));
     }
 }

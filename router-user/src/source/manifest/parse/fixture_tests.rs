@@ -23,10 +23,7 @@ fn route_with_every_field_as_oc_prints_it() {
     assert_eq!(spec.host.as_deref(), Some("frontend-shop.apps.example.com"));
     assert_eq!(spec.path.as_deref(), Some("/store"));
     let to = &spec.to;
-    assert_eq!(
-        (to.kind.as_str(), to.name.as_str(), to.weight),
-        ("Service", "frontend", Some(90))
-    );
+    assert_eq!((to.kind.as_str(), to.name.as_str(), to.weight), ("Service", "frontend", Some(90)));
     assert_eq!(spec.alternate_backends.len(), 1);
     assert_eq!(spec.alternate_backends[0].name, "frontend-canary");
     assert_eq!(spec.alternate_backends[0].weight, Some(10));
@@ -34,10 +31,7 @@ fn route_with_every_field_as_oc_prints_it() {
     assert_eq!(port.target_port, IntOrString::String("http".into()));
     let tls = spec.tls.as_ref().expect("tls");
     assert_eq!(tls.termination, "edge");
-    assert_eq!(
-        tls.insecure_edge_termination_policy.as_deref(),
-        Some("Redirect")
-    );
+    assert_eq!(tls.insecure_edge_termination_policy.as_deref(), Some("Redirect"));
     let certificate = tls.certificate.as_deref().expect("certificate");
     assert!(certificate.starts_with("-----BEGIN CERTIFICATE-----\n"));
     let key_pem = tls.key.as_deref().expect("key");
@@ -64,30 +58,17 @@ fn kind_list_as_oc_prints_it() {
     let tls = route.spec.tls.as_ref().expect("tls");
     assert_eq!(tls.termination, "reencrypt");
     let service = &parsed.objects.services[&key("shop", "api")];
-    let ports = service
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.ports.as_ref())
-        .expect("ports");
+    let ports = service.spec.as_ref().and_then(|spec| spec.ports.as_ref()).expect("ports");
     assert_eq!(ports[0].port, 8443);
     // The Deployment is ignored, not an error.
-    assert_eq!(
-        parsed.objects.routes.len() + parsed.objects.services.len(),
-        2
-    );
+    assert_eq!(parsed.objects.routes.len() + parsed.objects.services.len(), 2);
 }
 
 #[test]
 fn reencrypt_destination_ca_as_oc_prints_it() {
     let parsed = clean(LIST);
-    let tls = parsed.objects.routes[&key("shop", "api")]
-        .spec
-        .tls
-        .clone()
-        .expect("tls");
-    let ca = tls
-        .destination_ca_certificate
-        .expect("destinationCACertificate");
+    let tls = parsed.objects.routes[&key("shop", "api")].spec.tls.clone().expect("tls");
+    let ca = tls.destination_ca_certificate.expect("destinationCACertificate");
     assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"));
 }
 
@@ -99,26 +80,16 @@ fn endpoint_slice_with_ready_false_and_absent() {
     assert_eq!(slice.address_type, "IPv4");
     let labels = slice.metadata.labels.as_ref().expect("labels");
     assert_eq!(labels["kubernetes.io/service-name"], "frontend");
-    let ready: Vec<Option<bool>> = slice
-        .endpoints
-        .iter()
-        .map(|e| e.conditions.as_ref().and_then(|c| c.ready))
-        .collect();
+    let ready: Vec<Option<bool>> =
+        slice.endpoints.iter().map(|e| e.conditions.as_ref().and_then(|c| c.ready)).collect();
     assert_eq!(ready, [Some(true), Some(false), None, None]);
     assert!(slice.endpoints[3].conditions.is_none());
     let ports = slice.ports.as_ref().expect("ports");
-    assert_eq!(
-        (ports[0].name.as_deref(), ports[0].port),
-        (Some("http"), Some(8080))
-    );
+    assert_eq!((ports[0].name.as_deref(), ports[0].port), (Some("http"), Some(8080)));
 }
 
 fn ips(addresses: &Option<Vec<EndpointAddress>>) -> Vec<&str> {
-    addresses
-        .iter()
-        .flatten()
-        .map(|address| address.ip.as_str())
-        .collect()
+    addresses.iter().flatten().map(|address| address.ip.as_str()).collect()
 }
 
 #[test]
@@ -141,10 +112,6 @@ fn mixed_kinds_comments_empty_documents_and_default_namespace() {
     assert!(objects.routes.contains_key(&key("default", "hello")));
     assert!(objects.secrets.contains_key(&key("shop", "frontend-tls")));
     // The ConfigMap is ignored.
-    let kinds = [
-        objects.namespaces.len(),
-        objects.services.len(),
-        objects.routes.len(),
-    ];
+    let kinds = [objects.namespaces.len(), objects.services.len(), objects.routes.len()];
     assert_eq!(kinds.iter().sum::<usize>() + objects.secrets.len(), 4);
 }

@@ -11,11 +11,7 @@ pub(super) fn parse(text: &str) -> Parsed {
 
 pub(super) fn clean(text: &str) -> Parsed {
     let parsed = parse(text);
-    assert!(
-        parsed.errors.is_empty(),
-        "unexpected errors: {:?}",
-        parsed.errors
-    );
+    assert!(parsed.errors.is_empty(), "unexpected errors: {:?}", parsed.errors);
     parsed
 }
 
@@ -57,22 +53,10 @@ fn field_error_in_third_document_has_its_file_line() {
     assert_eq!(error.path, Path::new("/m/test.yaml"));
     assert_eq!(error.line, Some(18));
     assert_eq!(error.line, Some(line_of(text, "port: eighty")));
-    assert!(
-        error.reason.starts_with("spec.ports[0].port: "),
-        "{}",
-        error.reason
-    );
+    assert!(error.reason.starts_with("spec.ports[0].port: "), "{}", error.reason);
     assert!(!error.reason.contains("line"), "{}", error.reason);
-    assert_eq!(
-        error.to_string(),
-        format!("/m/test.yaml:18: {}", error.reason)
-    );
-    let names: Vec<_> = parsed
-        .objects
-        .services
-        .keys()
-        .map(|k| k.name.as_str())
-        .collect();
+    assert_eq!(error.to_string(), format!("/m/test.yaml:18: {}", error.reason));
+    let names: Vec<_> = parsed.objects.services.keys().map(|k| k.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
 }
 
@@ -134,25 +118,17 @@ fn list_item_errors_point_at_the_field_or_the_item() {
     let parsed = parse(text);
     assert_eq!(parsed.errors.len(), 2, "{:?}", parsed.errors);
     assert_eq!(parsed.errors[0].line, Some(line_of(text, "port: x")));
-    assert!(
-        parsed.errors[0].reason.starts_with("items[1].spec"),
-        "{}",
-        parsed.errors[0]
-    );
+    assert!(parsed.errors[0].reason.starts_with("items[1].spec"), "{}", parsed.errors[0]);
     // The item without a name is reported at the item's first line.
     assert_eq!(parsed.errors[1].line, Some(14));
-    assert_eq!(
-        parsed.errors[1].reason,
-        "items[2]: metadata.name is required"
-    );
+    assert_eq!(parsed.errors[1].reason, "items[2]: metadata.name is required");
     let keys: Vec<_> = parsed.objects.services.keys().collect();
     assert_eq!(keys, [&key("default", "ok")]);
 }
 
 #[test]
 fn json_is_yaml() {
-    let text =
-        r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j", "namespace": "n"}}"#;
+    let text = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j", "namespace": "n"}}"#;
     assert!(clean(text).objects.services.contains_key(&key("n", "j")));
 }
 
@@ -198,17 +174,9 @@ fn missing_name_is_an_error_at_the_object() {
 #[test]
 fn missing_kind_and_non_objects_are_errors() {
     let parsed = parse("metadata: {name: a}\n---\njust a string\n---\n- a\n- b\n");
-    let got: Vec<_> = parsed
-        .errors
-        .iter()
-        .map(|e| (e.line, e.reason.as_str()))
-        .collect();
+    let got: Vec<_> = parsed.errors.iter().map(|e| (e.line, e.reason.as_str())).collect();
     let not_object = "not a Kubernetes object: expected a mapping with apiVersion and kind";
-    let want = [
-        (Some(1), "missing apiVersion or kind"),
-        (Some(3), not_object),
-        (Some(5), not_object),
-    ];
+    let want = [(Some(1), "missing apiVersion or kind"), (Some(3), not_object), (Some(5), not_object)];
     assert_eq!(got, want);
 }
 

@@ -15,11 +15,7 @@ fn route(name: &str, host: &str) -> String {
 }
 
 fn host(update: &SourceUpdate, name: &str) -> Option<String> {
-    update
-        .snapshot
-        .routes
-        .get(&ObjectKey::new("ns", name))
-        .and_then(|route| route.spec.host.clone())
+    update.snapshot.routes.get(&ObjectKey::new("ns", name)).and_then(|route| route.spec.host.clone())
 }
 
 fn write(path: &Path, text: &str) {
@@ -39,20 +35,12 @@ fn last_good_kept_after_bad_edit_and_replaced_after_fix() {
     // A bad edit: a second document that does not parse. The file's last good objects stay.
     write(
         &file,
-        &format!(
-            "{}---\n{}",
-            route("a", "two.example.com"),
-            "kind: Route\napiVersion: route.openshift.io/v1\n"
-        ),
+        &format!("{}---\n{}", route("a", "two.example.com"), "kind: Route\napiVersion: route.openshift.io/v1\n"),
     );
     let broken = source.reload();
     assert_eq!(broken.errors.len(), 1, "{:?}", broken.errors);
     assert_eq!(broken.errors[0].path, file);
-    assert_eq!(
-        broken.errors[0].line,
-        Some(12),
-        "the second document starts after line 11's `---`"
-    );
+    assert_eq!(broken.errors[0].line, Some(12), "the second document starts after line 11's `---`");
     assert_eq!(host(&broken, "a").as_deref(), Some("one.example.com"));
 
     // The file unchanged: the error is still reported (it is current state), the objects still
@@ -74,10 +62,7 @@ fn other_files_apply_while_one_is_broken() {
     write(&dir.path().join("b.yaml"), &route("b", "b.example.com"));
     let mut source = ManifestSource::new(dir.path());
     source.reload();
-    write(
-        &dir.path().join("a.yaml"),
-        "apiVersion: v1\nkind: Service\nmetadata: [\n",
-    );
+    write(&dir.path().join("a.yaml"), "apiVersion: v1\nkind: Service\nmetadata: [\n");
     write(&dir.path().join("b.yaml"), &route("b", "b2.example.com"));
     let update = source.reload();
     assert_eq!(update.errors.len(), 1);
@@ -106,10 +91,7 @@ fn file_deletion_drops_its_objects() {
     fs::remove_file(dir.path().join("sub/b.yml")).expect("rm");
     let update = source.reload();
     assert!(update.errors.is_empty());
-    assert_eq!(
-        update.snapshot.routes.keys().collect::<Vec<_>>(),
-        [&ObjectKey::new("ns", "a")]
-    );
+    assert_eq!(update.snapshot.routes.keys().collect::<Vec<_>>(), [&ObjectKey::new("ns", "a")]);
 }
 
 #[test]
@@ -123,24 +105,15 @@ fn a_vanished_root_keeps_what_was_known() {
     fs::remove_dir_all(&root).expect("rm -r");
     let update = source.reload();
     assert_eq!(update.errors.len(), 1);
-    assert_eq!(
-        (update.errors[0].path.as_path(), update.errors[0].line),
-        (root.as_path(), None)
-    );
+    assert_eq!((update.errors[0].path.as_path(), update.errors[0].line), (root.as_path(), None));
     assert_eq!(host(&update, "a").as_deref(), Some("a.example.com"));
 }
 
 #[test]
 fn same_object_in_two_files_later_path_wins() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        &dir.path().join("10-base.yaml"),
-        &route("a", "base.example.com"),
-    );
-    write(
-        &dir.path().join("20-override.yaml"),
-        &route("a", "override.example.com"),
-    );
+    write(&dir.path().join("10-base.yaml"), &route("a", "base.example.com"));
+    write(&dir.path().join("20-override.yaml"), &route("a", "override.example.com"));
     let update = ManifestSource::new(dir.path()).reload();
     assert!(update.errors.is_empty());
     assert_eq!(update.snapshot.routes.len(), 1);
@@ -177,9 +150,7 @@ impl std::io::Write for Captured {
 
 impl Captured {
     fn count(&self, needle: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().expect("log buffer"))
-            .matches(needle)
-            .count()
+        String::from_utf8_lossy(&self.0.lock().expect("log buffer")).matches(needle).count()
     }
 }
 
@@ -187,10 +158,7 @@ impl Captured {
 fn errors_and_duplicates_are_logged_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(&dir.path().join("a.yaml"), &route("a", "a.example.com"));
-    write(
-        &dir.path().join("b.yaml"),
-        &format!("{}---\nkind: [\n", route("a", "b.example.com")),
-    );
+    write(&dir.path().join("b.yaml"), &format!("{}---\nkind: [\n", route("a", "b.example.com")));
     let logs = Captured::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()
