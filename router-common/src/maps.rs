@@ -4,13 +4,60 @@
 //! An eBPF `#[btf_map]` takes its name from the static's identifier, so each static in
 //! `router-ebpf` is spelled exactly like the constant here. The kernel keeps at most 15 bytes of a
 //! map name; every name here fits.
+//!
+//! | map             | kind (BTF-defined)        | key                       | value                    | writers                       |
+//! |-----------------|---------------------------|---------------------------|--------------------------|-------------------------------|
+//! | `XDP_STATS`     | per-CPU array, 16 entries | `u32` counter index       | [`PacketCounter`]        | `xdp_front`, `nat_reverse`    |
+//! | `NODE_ADDRS`    | hash, 64 entries          | [`NodeAddrKey`]           | [`NodeAddr`]             | userspace (`xdp::sync`)       |
+//! | `NODE_PORTS`    | hash, 16 entries          | [`NodePortKey`]           | [`NodePort`]             | userspace (`xdp::sync`)       |
+//! | `EP_SLOTS`      | hash, 16 x 257 entries    | [`SlotKey`]               | [`Endpoint`]             | userspace (`xdp::sync`)       |
+//! | `CONNTRACK`     | LRU hash, 65536 (loader)  | [`FlowKey`] client->node  | [`CtEntry`] endpoint     | `xdp_front`; userspace GC     |
+//! | `CONNTRACK_REV` | LRU hash, 65536 (loader)  | [`FlowKey`] endpoint->client | [`CtEntry`] nodePort  | `xdp_front`, `nat_reverse`; GC |
+//!
+//! Room for the next steps (not created yet): a passthrough flow table `PT_FLOWS` ([`FlowKey`] ->
+//! pod and MAC rewrite, written by the TLS passthrough code once a flow is bound, read by
+//! `xdp_front` before the nodePort lookup) and a `SPLICE_SOCKS` SOCKHASH for the `sk_skb`
+//! splice. Both fit the loader's [`PINNED_MAPS`] list as one more entry each; [`FlowKey`] is the
+//! key they will share with conntrack.
+//!
+//! [`PacketCounter`]: crate::stats::PacketCounter
+//! [`NodeAddrKey`]: crate::nat::NodeAddrKey
+//! [`NodeAddr`]: crate::nat::NodeAddr
+//! [`NodePortKey`]: crate::nat::NodePortKey
+//! [`NodePort`]: crate::nat::NodePort
+//! [`SlotKey`]: crate::nat::SlotKey
+//! [`Endpoint`]: crate::nat::Endpoint
+//! [`FlowKey`]: crate::nat::FlowKey
+//! [`CtEntry`]: crate::nat::CtEntry
 
-/// Per-CPU packet counters of `xdp_front` (`BPF_MAP_TYPE_PERCPU_ARRAY`, key `u32` counter index
-/// from [`crate::stats`], value [`crate::stats::PacketCounter`]).
+/// Per-CPU packet counters of `xdp_front` and `nat_reverse` (`BPF_MAP_TYPE_PERCPU_ARRAY`, key
+/// `u32` counter index from [`crate::stats`], value [`crate::stats::PacketCounter`]).
 pub const XDP_STATS: &str = "XDP_STATS";
+/// Destination addresses that count as "this node" for nodePort traffic.
+pub const NODE_ADDRS: &str = "NODE_ADDRS";
+/// The router Service's nodePorts, per address family, with their local endpoint count.
+pub const NODE_PORTS: &str = "NODE_PORTS";
+/// Each nodePort's Maglev lookup table: slot -> local endpoint.
+pub const EP_SLOTS: &str = "EP_SLOTS";
+/// Forward conntrack: client -> nodePort flow to the endpoint it was sent to.
+pub const CONNTRACK: &str = "CONNTRACK";
+/// Reverse conntrack: endpoint -> client reply flow to the nodePort address it must come from.
+pub const CONNTRACK_REV: &str = "CONNTRACK_REV";
 
 /// Every map the userspace loader pins, in pin order.
-pub const PINNED_MAPS: &[&str] = &[XDP_STATS];
+pub const PINNED_MAPS: &[&str] = &[XDP_STATS, NODE_ADDRS, NODE_PORTS, EP_SLOTS, CONNTRACK, CONNTRACK_REV];
+
+/// `max_entries` of `NODE_ADDRS`.
+pub const NODE_ADDRS_MAX: u32 = 64;
+/// `max_entries` of `NODE_PORTS`: (nodePort, family) pairs.
+pub const NODE_PORTS_MAX: u32 = 16;
+/// Slots in each nodePort's Maglev table (prime, so every skip value walks the whole table).
+pub const RING_SIZE: u32 = 257;
+/// `max_entries` of `EP_SLOTS`: one full table per `NODE_PORTS` entry.
+pub const EP_SLOTS_MAX: u32 = NODE_PORTS_MAX * RING_SIZE;
+/// `max_entries` of `CONNTRACK` and `CONNTRACK_REV` in the object; the loader overrides it with
+/// the `--xdp-conntrack-size` setting.
+pub const CONNTRACK_DEFAULT_MAX: u32 = 65_536;
 
 const _: () = {
     let mut i = 0;

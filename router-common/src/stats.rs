@@ -1,25 +1,40 @@
 //! Layout of the `XDP_STATS` per-CPU array: one [`PacketCounter`] per counter index.
 //!
 //! Key: `u32` counter index, host byte order. Value: [`PacketCounter`], host byte order, one copy
-//! per possible CPU; userspace sums the copies. Only `xdp_front` writes (each CPU its own slot, no
-//! atomics needed); userspace only reads.
+//! per possible CPU; userspace sums the copies. `xdp_front` writes indices 0-13 and 15,
+//! `nat_reverse` (TC egress) writes 14; each CPU writes only its own slot (no atomics needed);
+//! userspace only reads.
 //!
-//! | index | constant            | counts packets that...                                           |
-//! |-------|---------------------|------------------------------------------------------------------|
-//! | 0     | [`STATS_TOTAL`]     | reached `xdp_front` (every packet)                               |
-//! | 1     | [`STATS_IPV4`]      | are IPv4 (EtherType 0x0800) and parsed completely                |
-//! | 2     | [`STATS_IPV6`]      | are IPv6 (EtherType 0x86DD) and parsed completely                |
-//! | 3     | [`STATS_TCP`]       | are IPv4/IPv6 with a complete TCP header right after L3          |
-//! | 4     | [`STATS_OTHER`]     | have another EtherType (ARP, VLAN-tagged, LLDP, ...)             |
-//! | 5     | [`STATS_UNPARSED`]  | were cut short or malformed in a header the parser read (L2-L4)  |
+//! | index | constant                   | counts packets that...                                             |
+//! |-------|----------------------------|--------------------------------------------------------------------|
+//! | 0     | [`STATS_TOTAL`]            | reached `xdp_front` (every packet)                                 |
+//! | 1     | [`STATS_IPV4`]             | are IPv4 (EtherType 0x0800) and parsed completely                  |
+//! | 2     | [`STATS_IPV6`]             | are IPv6 (EtherType 0x86DD) and parsed completely                  |
+//! | 3     | [`STATS_TCP`]              | are IPv4/IPv6 with a complete TCP header right after L3            |
+//! | 4     | [`STATS_OTHER`]            | have another EtherType (ARP, VLAN-tagged, LLDP, ...)               |
+//! | 5     | [`STATS_UNPARSED`]         | were cut short or malformed in a header the parser read (L2-L4)    |
+//! | 6     | [`STATS_PASS`]             | were handed to the kernel stack unchanged (`XDP_PASS`)             |
+//! | 7     | [`STATS_NAT`]              | went to a nodePort and were rewritten to a local endpoint, passed  |
+//! | 8     | [`STATS_DROP_NO_ENDPOINT`] | went to a nodePort with no local endpoint (`XDP_DROP`)             |
+//! | 9     | [`STATS_DROP_NO_SLOT`]     | went to a nodePort whose endpoint slot was missing (`XDP_DROP`)    |
+//! | 10    | [`STATS_DROP_CT_FULL`]     | started a flow that conntrack could not record (`XDP_DROP`)        |
+//! | 11    | [`STATS_CT_HIT`]           | went to a nodePort and found their flow in `CONNTRACK`             |
+//! | 12    | [`STATS_CT_MISS`]          | went to a nodePort and did not (new flow, or its entry was evicted)|
+//! | 13    | [`STATS_FRAGMENT`]         | are IPv4 fragments or IPv6 with a Fragment header: passed as is   |
+//! | 14    | [`STATS_REV_NAT`]          | left through TC egress as nodePort replies, source restored        |
+//! | 15    | [`STATS_CT_STALE`]         | were SYNs straight to an endpoint that removed a stale reverse entry |
 //!
 //! "Parsed completely" means the Ethernet header, the IPv4 header (version 4, IHL >= 5, all IHL
 //! words present) or IPv6 fixed header (version 6), and, when the L4 protocol is TCP, the TCP
 //! header (data offset >= 5) are all inside the packet.
 //!
-//! Invariants: `TOTAL = IPV4 + IPV6 + OTHER + UNPARSED` (each packet lands in exactly one of those
-//! four), and `TCP <= IPV4 + IPV6` (TCP is a subset). IPv6 extension headers are not walked and
-//! non-first IPv4 fragments carry no TCP header, so such packets count as IPv4/IPv6 but not TCP.
+//! Invariants (over `xdp_front`'s counters):
+//! - `TOTAL = IPV4 + IPV6 + OTHER + UNPARSED` (each packet lands in exactly one of those four);
+//! - `TOTAL = PASS + NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (one verdict each);
+//! - `CT_HIT + CT_MISS = NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (every nodePort
+//!   packet looks up conntrack once, first);
+//! - `TCP <= IPV4 + IPV6`. IPv6 extension headers are not walked and non-first IPv4 fragments
+//!   carry no TCP header, so such packets count as IPv4/IPv6 (and `FRAGMENT`) but not TCP.
 
 /// Every packet `xdp_front` saw.
 pub const STATS_TOTAL: u32 = 0;
@@ -33,12 +48,68 @@ pub const STATS_TCP: u32 = 3;
 pub const STATS_OTHER: u32 = 4;
 /// Packets cut short or malformed in a header the parser read.
 pub const STATS_UNPARSED: u32 = 5;
+/// Verdict `XDP_PASS`, packet unchanged.
+pub const STATS_PASS: u32 = 6;
+/// Verdict `XDP_PASS` after the nodePort -> local endpoint rewrite.
+pub const STATS_NAT: u32 = 7;
+/// Verdict `XDP_DROP`: nodePort without a local endpoint.
+pub const STATS_DROP_NO_ENDPOINT: u32 = 8;
+/// Verdict `XDP_DROP`: the chosen `EP_SLOTS` slot was empty (table mid-rewrite).
+pub const STATS_DROP_NO_SLOT: u32 = 9;
+/// Verdict `XDP_DROP`: inserting the new flow into conntrack failed.
+pub const STATS_DROP_CT_FULL: u32 = 10;
+/// nodePort packets whose flow was in `CONNTRACK`.
+pub const STATS_CT_HIT: u32 = 11;
+/// nodePort packets whose flow was not in `CONNTRACK`.
+pub const STATS_CT_MISS: u32 = 12;
+/// IPv4 fragments and IPv6 packets with a Fragment header next: passed untouched.
+pub const STATS_FRAGMENT: u32 = 13;
+/// Replies whose source `nat_reverse` restored to the nodePort address.
+pub const STATS_REV_NAT: u32 = 14;
+/// SYNs straight to an endpoint address/port that removed a stale `CONNTRACK_REV` entry.
+pub const STATS_CT_STALE: u32 = 15;
 /// Number of entries in `XDP_STATS` (its `max_entries`).
-pub const STATS_LEN: u32 = 6;
+pub const STATS_LEN: u32 = 16;
 
 /// Every counter index, in index order (`STATS_INDICES[i] == i`).
-pub const STATS_INDICES: [u32; STATS_LEN as usize] =
-    [STATS_TOTAL, STATS_IPV4, STATS_IPV6, STATS_TCP, STATS_OTHER, STATS_UNPARSED];
+pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
+    STATS_TOTAL,
+    STATS_IPV4,
+    STATS_IPV6,
+    STATS_TCP,
+    STATS_OTHER,
+    STATS_UNPARSED,
+    STATS_PASS,
+    STATS_NAT,
+    STATS_DROP_NO_ENDPOINT,
+    STATS_DROP_NO_SLOT,
+    STATS_DROP_CT_FULL,
+    STATS_CT_HIT,
+    STATS_CT_MISS,
+    STATS_FRAGMENT,
+    STATS_REV_NAT,
+    STATS_CT_STALE,
+];
+
+/// Each counter's name as userspace reports it (`router xdp status`, tests), by index.
+pub const STATS_NAMES: [&str; STATS_LEN as usize] = [
+    "total",
+    "ipv4",
+    "ipv6",
+    "tcp",
+    "other",
+    "unparsed",
+    "pass",
+    "nat",
+    "drop_no_endpoint",
+    "drop_no_slot",
+    "drop_ct_full",
+    "ct_hit",
+    "ct_miss",
+    "fragment",
+    "rev_nat",
+    "ct_stale",
+];
 
 const _: () = {
     let mut i = 0;
@@ -55,7 +126,8 @@ pub struct PacketCounter {
     /// Number of packets.
     pub packets: u64,
     /// Sum of the packets' lengths in bytes, from the Ethernet header to the end of the linear
-    /// data XDP sees (`data_end - data`; fragments of multi-buffer frames are not included).
+    /// data the program sees (XDP: `data_end - data`, fragments of multi-buffer frames not
+    /// included; TC: `skb->len`).
     pub bytes: u64,
 }
 

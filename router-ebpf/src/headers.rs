@@ -1,4 +1,4 @@
-//! Wire layouts of the headers `xdp_front` reads: Ethernet, IPv4, IPv6, TCP.
+//! Wire layouts of the headers `xdp_front` and `nat_reverse` read: Ethernet, IPv4, IPv6, TCP.
 //!
 //! Every field is a byte array (alignment 1), so a header can be read from any packet offset;
 //! multi-byte fields are network byte order (big endian) and are converted with
@@ -70,3 +70,15 @@ pub const ETH_P_IP: u16 = 0x0800;
 pub const ETH_P_IPV6: u16 = 0x86DD;
 /// IP protocol number of TCP.
 pub const IPPROTO_TCP: u8 = 6;
+/// IPv6 next-header value of the Fragment extension header.
+pub const IPPROTO_FRAGMENT: u8 = 44;
+/// TCP flag bits in the second byte of `off_flags`.
+pub const TCP_FIN: u8 = 0x01;
+pub const TCP_SYN: u8 = 0x02;
+pub const TCP_RST: u8 = 0x04;
+pub const TCP_ACK: u8 = 0x10;
+/// Offsets of the checksum fields inside their headers.
+pub const IPV4_CHECK_OFF: usize = 10;
+pub const IPV4_SRC_OFF: usize = 12;
+pub const IPV6_SRC_OFF: usize = 8;
+pub const TCP_CHECK_OFF: usize = 16;

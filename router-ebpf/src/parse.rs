@@ -1,14 +1,15 @@
 //! Packet parsing for `xdp_front`: reads Ethernet, then IPv4 or IPv6, then TCP, and fills one
-//! [`Packet`] description that the counting stage uses.
+//! [`Packet`] description that the counting and nodePort stages use.
 //!
-//! Bounds: every read goes through [`ptr_at`], which checks `data + offset + size_of::<T>() <=
-//! data_end` right before the read; the verifier sees that check on every path. Variable offsets
-//! are bounded: the IPv4 header length is at most 15 words (60 bytes), so the TCP header starts at
-//! most 74 bytes in.
+//! Bounds: every read goes through [`ptr_at`] (or [`ptr_at_mut`] for the rewrite stage), which
+//! checks `data + offset + size_of::<T>() <= data_end` right before the access; the verifier sees
+//! that check on every path. Variable offsets are bounded: the IPv4 header length is at most 15
+//! words (60 bytes), so the TCP header starts at most 74 bytes in.
 
 use aya_ebpf::programs::XdpContext;
+use router_common::nat::{FAMILY_IPV4, FAMILY_IPV6};
 
-use crate::headers::{EthHdr, Ipv4Hdr, Ipv6Hdr, TcpHdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP};
+use crate::headers::{EthHdr, Ipv4Hdr, Ipv6Hdr, TcpHdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_FRAGMENT, IPPROTO_TCP};
 
 /// A header the parser needed was cut short (ran past `data_end`) or malformed (wrong IP version,
 /// IPv4 IHL < 5, TCP data offset < 5).
@@ -23,27 +24,48 @@ pub enum L3 {
     Other,
 }
 
+/// Where a complete TCP header lies, for the nodePort stage.
+#[derive(Clone, Copy)]
+pub struct Tcp {
+    /// [`FAMILY_IPV4`] or [`FAMILY_IPV6`].
+    pub family: u8,
+    /// Offset of the IP header (after Ethernet).
+    pub l3_off: usize,
+    /// Offset of the TCP header (after the IP header and, for IPv4, its options).
+    pub l4_off: usize,
+}
+
 /// What the parser learned about one packet.
 pub struct Packet {
     pub l3: L3,
     /// A complete TCP header follows the IPv4/IPv6 header.
-    pub tcp: bool,
+    pub tcp: Option<Tcp>,
+    /// An IPv4 fragment (more-fragments set or a non-zero offset) or an IPv6 packet whose next
+    /// header is a Fragment header. Never rewritten.
+    pub fragment: bool,
 }
 
 const ETH_LEN: usize = size_of::<EthHdr>();
-/// Fragment offset bits of the IPv4 `frag_off` field.
+/// More-fragments flag and fragment offset bits of the IPv4 `frag_off` field.
+const IPV4_MF: u16 = 0x2000;
 const IPV4_FRAG_OFFSET_MASK: u16 = 0x1fff;
 
 /// Returns a pointer to a `T` at `offset` bytes into the packet, or [`Unparsed`] when the `T`
 /// would run past `data_end`. The only way this program reads packet bytes.
 #[inline(always)]
-fn ptr_at<T>(ctx: &XdpContext, offset: usize) -> Result<*const T, Unparsed> {
+pub fn ptr_at<T>(ctx: &XdpContext, offset: usize) -> Result<*const T, Unparsed> {
     let start = ctx.data();
     let end = ctx.data_end();
     if start + offset + size_of::<T>() > end {
         return Err(Unparsed);
     }
     Ok((start + offset) as *const T)
+}
+
+/// [`ptr_at`] for writing: the only way this program writes packet bytes.
+#[inline(always)]
+pub fn ptr_at_mut<T>(ctx: &XdpContext, offset: usize) -> Result<*mut T, Unparsed> {
+    ptr_at::<T>(ctx, offset).map(|p| p as *mut T)
 }
 
 /// Parses from the Ethernet header on. Expects nothing validated; returns the packet description,
@@ -57,7 +79,7 @@ pub fn parse(ctx: &XdpContext) -> Result<Packet, Unparsed> {
     match ether_type {
         ETH_P_IP => parse_ipv4(ctx, ETH_LEN),
         ETH_P_IPV6 => parse_ipv6(ctx, ETH_LEN),
-        _ => Ok(Packet { l3: L3::Other, tcp: false }),
+        _ => Ok(Packet { l3: L3::Other, tcp: None, fragment: false }),
     }
 }
 
@@ -77,15 +99,18 @@ fn parse_ipv4(ctx: &XdpContext, offset: usize) -> Result<Packet, Unparsed> {
     if ctx.data() + offset + header_len > ctx.data_end() {
         return Err(Unparsed);
     }
+    let frag_off = u16::from_be_bytes(frag_off);
+    let fragment = frag_off & (IPV4_MF | IPV4_FRAG_OFFSET_MASK) != 0;
     // Non-first fragments carry no L4 header.
-    let first_fragment = u16::from_be_bytes(frag_off) & IPV4_FRAG_OFFSET_MASK == 0;
+    let first_fragment = frag_off & IPV4_FRAG_OFFSET_MASK == 0;
     let tcp = if protocol == IPPROTO_TCP && first_fragment {
-        parse_tcp(ctx, offset + header_len)?;
-        true
+        let l4_off = offset + header_len;
+        parse_tcp(ctx, l4_off)?;
+        Some(Tcp { family: FAMILY_IPV4, l3_off: offset, l4_off })
     } else {
-        false
+        None
     };
-    Ok(Packet { l3: L3::Ipv4, tcp })
+    Ok(Packet { l3: L3::Ipv4, tcp, fragment })
 }
 
 /// Expects an IPv6 EtherType with the IPv6 fixed header at `offset`.
@@ -99,12 +124,13 @@ fn parse_ipv6(ctx: &XdpContext, offset: usize) -> Result<Packet, Unparsed> {
         return Err(Unparsed);
     }
     let tcp = if next_header == IPPROTO_TCP {
-        parse_tcp(ctx, offset + size_of::<Ipv6Hdr>())?;
-        true
+        let l4_off = offset + size_of::<Ipv6Hdr>();
+        parse_tcp(ctx, l4_off)?;
+        Some(Tcp { family: FAMILY_IPV6, l3_off: offset, l4_off })
     } else {
-        false
+        None
     };
-    Ok(Packet { l3: L3::Ipv6, tcp })
+    Ok(Packet { l3: L3::Ipv6, tcp, fragment: next_header == IPPROTO_FRAGMENT })
 }
 
 /// Expects the TCP header at `offset`; checks it is complete and sane (data offset >= 5 words).

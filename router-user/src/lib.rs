@@ -2,10 +2,14 @@
 //! loader beside it.
 
 pub mod admin;
+pub mod admission;
 pub mod balance;
 pub mod config;
+pub mod health;
 pub mod metrics;
 pub mod model;
+pub mod policy;
+pub mod protection;
 pub mod proxy;
 pub mod publish;
 pub mod server;

@@ -1,9 +1,11 @@
 //! The `router` binary: parse settings, attach the XDP front when asked, serve until SIGTERM or Ctrl-C.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use clap::Parser;
 use router::config::Settings;
-use router::xdp::{XdpFront, XdpOptions};
+use router::xdp::{SyncOptions, XdpFront, XdpOptions};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing_subscriber::EnvFilter;
 
@@ -12,25 +14,49 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .init();
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == "xdp") {
+        return router::xdp::status::cli(std::env::args_os().skip(1)).context("router xdp");
+    }
     let settings = Settings::parse();
 
     let xdp = match &settings.xdp_iface {
         Some(iface) => {
-            let options =
-                XdpOptions { iface: iface.clone(), mode: settings.xdp_mode, pin_dir: settings.bpf_pin_dir.clone() };
+            let options = XdpOptions {
+                iface: iface.clone(),
+                mode: settings.xdp_mode,
+                pin_dir: settings.bpf_pin_dir.clone(),
+                conntrack_size: settings.xdp_conntrack_size,
+            };
             Some(XdpFront::attach(&options).with_context(|| format!("attaching the XDP front to {iface}"))?)
         }
         None => None,
     };
 
+    let sync_options = SyncOptions {
+        node_addresses: settings.xdp_node_addresses.clone(),
+        idle_timeout: settings.xdp_conntrack_idle_timeout,
+        closing_timeout: settings.xdp_conntrack_closing_timeout,
+    };
     let router = router::server::start(settings).await?;
+    // The XDP front follows the router's own Service: nodePorts, local endpoints, node addresses.
+    let xdp = xdp.map(Arc::new);
+    let sync = match (&xdp, &router.local_service) {
+        (Some(front), Some(service)) => {
+            Some(tokio::spawn(router::xdp::sync::run(front.clone(), service.clone(), sync_options)))
+        }
+        _ => None,
+    };
     let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM received"),
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
     }
     router.shutdown().await;
-    // Detaches the program and removes its pins.
+    if let Some(sync) = sync {
+        sync.abort();
+        let _ = sync.await;
+    }
+    // Detaches the programs and removes their pins (the sync task held the only other reference).
     drop(xdp);
     Ok(())
 }

@@ -5,11 +5,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use crate::admin::Health;
+use crate::balance::health_check::spawn_checks;
 use crate::metrics::Metrics;
+use crate::model::Snapshot;
 use crate::source::SourceUpdate;
 use crate::table::{build, BuildOptions, RouteTable, TableHandle};
 
@@ -18,6 +20,11 @@ pub struct Publisher {
     pub options: BuildOptions,
     pub metrics: Arc<Metrics>,
     pub health: Arc<Health>,
+    /// Told about every table once it is live (the Kubernetes source writes route status from it).
+    pub published: Option<watch::Sender<Arc<RouteTable>>>,
+    /// Told about every snapshot a source delivers, before its table is built (the XDP nodePort sync and the
+    /// health check listener derive the router's own Service from it).
+    pub snapshots: Option<watch::Sender<Arc<Snapshot>>>,
 }
 
 impl Publisher {
@@ -32,7 +39,10 @@ impl Publisher {
             let generation = self.table.load().generation + 1;
             let options = self.options.clone();
             let started = Instant::now();
-            let snapshot = update.snapshot;
+            let snapshot = Arc::new(update.snapshot);
+            if let Some(snapshots) = &self.snapshots {
+                snapshots.send_replace(snapshot.clone());
+            }
             let built = tokio::task::spawn_blocking(move || build(&snapshot, &options, generation)).await;
             let table = match built {
                 Ok(table) => table,
@@ -54,7 +64,10 @@ impl Publisher {
 
     fn publish(&self, table: RouteTable, started: Instant) {
         let previous = self.table.load_full();
+        table.inherit_health(&previous);
         log_new_rejections(&previous, &table);
+        let new_warnings = log_new_warnings(&previous, &table);
+        self.metrics.route_warnings.inc_by(new_warnings);
         let elapsed = started.elapsed();
         self.metrics.table_build_seconds.observe(elapsed.as_secs_f64());
         self.metrics.table_generation.set(table.generation as i64);
@@ -67,8 +80,13 @@ impl Publisher {
             build_ms = elapsed.as_secs_f64() * 1000.0,
             "route table published"
         );
-        self.table.store(Arc::new(table));
+        let table = Arc::new(table);
+        self.table.store(table.clone());
+        spawn_checks(Arc::downgrade(&table));
         self.health.mark_table_ready();
+        if let Some(published) = &self.published {
+            published.send_replace(table);
+        }
     }
 }
 
@@ -83,4 +101,17 @@ fn log_new_rejections(previous: &RouteTable, next: &RouteTable) {
             }
         }
     }
+}
+
+/// Logs each annotation problem once (those not already in the previous table); returns how many were new.
+fn log_new_warnings(previous: &RouteTable, next: &RouteTable) -> u64 {
+    let before: HashSet<_> = previous.warnings.iter().collect();
+    let mut new = 0;
+    for warning @ (route, message) in &next.warnings {
+        if !before.contains(warning) {
+            warn!(route = %route, "{message}");
+            new += 1;
+        }
+    }
+    new
 }

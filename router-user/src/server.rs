@@ -11,17 +11,28 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use crate::admin::{serve_admin, AdminState, Health};
-use crate::config::Settings;
+use crate::config::{RoutingError, Settings};
 use crate::metrics::Metrics;
+use crate::model::Snapshot;
 use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
+use crate::source::kube::{KubeError, KubeOptions};
 use crate::source::manifest::{spawn_watch, ManifestSource};
+use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle};
+use crate::xdp::service::{follow, node_name_or_hostname};
+use crate::xdp::LocalService;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot listen on {addr} ({what}): {source}")]
     Bind { what: &'static str, addr: SocketAddr, source: io::Error },
+    #[error(transparent)]
+    Source(#[from] SourceChoiceError),
+    #[error("Kubernetes source: {0}")]
+    Kube(#[from] KubeError),
+    #[error("settings: {0}")]
+    Routing(#[from] RoutingError),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -31,6 +42,8 @@ pub struct RunningRouter {
     pub table: TableHandle,
     pub health: Arc<Health>,
     pub metrics: Arc<Metrics>,
+    /// The router's own Service as this node sees it (`--router-service`), updated with every snapshot.
+    pub local_service: Option<watch::Receiver<Option<LocalService>>>,
     settings: Settings,
     stop: watch::Sender<bool>,
     http_task: JoinHandle<()>,
@@ -39,6 +52,13 @@ pub struct RunningRouter {
 
 /// Binds the listeners and starts every task. Readiness follows once the first table is published.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
+    let source = settings.source_choice()?;
+    let build_options = BuildOptions {
+        allow_loopback_endpoints: settings.allow_loopback_endpoints,
+        admission: settings.routing.admission()?,
+        defaults: settings.routing.defaults(settings.server_timeout)?,
+    };
+    let proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     let http_listener = bind("http", settings.http_addr()).await?;
     let admin_listener = bind("admin", settings.stats_addr()).await?;
     let http_addr = local_addr(&http_listener, settings.http_addr());
@@ -49,29 +69,57 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let health = Arc::new(Health::default());
     let (stop, stopped) = watch::channel(false);
 
-    let admin = AdminState { health: health.clone(), metrics: metrics.clone() };
+    let admin = AdminState { health: health.clone(), metrics: metrics.clone(), table: table.clone() };
     let admin_task = tokio::spawn(serve_admin(admin_listener, Arc::new(admin), stopped.clone()));
 
-    let (updates_tx, updates_rx) = mpsc::channel(16);
-    let watch_task = spawn_watch(ManifestSource::new(settings.manifests.clone()), updates_tx);
+    // The Kubernetes source's snapshots are whole-cluster sized: at most one waits while the publisher builds.
+    let queued_updates = if matches!(source, SourceChoice::Kube(_)) { 1 } else { 16 };
+    let (updates_tx, updates_rx) = mpsc::channel(queued_updates);
+    let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let (published_tx, published_rx) = watch::channel(table.load_full());
+    let watch_task = match &source {
+        SourceChoice::Manifests(path) => spawn_watch(ManifestSource::new(path.clone()), updates_tx),
+        SourceChoice::Kube(kubeconfig) => {
+            let options = kube_options(&settings, kubeconfig.clone());
+            match crate::source::kube::start(&options, updates_tx, published_rx, metrics.clone()).await {
+                Ok(task) => task,
+                Err(error) => {
+                    admin_task.abort();
+                    return Err(error.into());
+                }
+            }
+        }
+    };
     let publisher = Publisher {
         table: table.clone(),
-        options: BuildOptions { allow_loopback_endpoints: settings.allow_loopback_endpoints },
+        options: build_options,
         metrics: metrics.clone(),
         health: health.clone(),
+        published: Some(published_tx),
+        snapshots: Some(snapshots_tx),
     };
     let publish_task = tokio::spawn(publisher.run(updates_rx));
+    let mut background = vec![admin_task, watch_task, publish_task];
+    let local_service = settings.router_service.as_ref().map(|service| {
+        let node = node_name_or_hostname(settings.node_name.as_deref());
+        let (local_tx, local_rx) = watch::channel(None);
+        background.push(tokio::spawn(follow(snapshots_rx, service.0.clone(), node, local_tx)));
+        let health_check =
+            crate::health::serve(local_rx.clone(), health.clone(), settings.listen_addr, stopped.clone());
+        background.push(tokio::spawn(health_check));
+        local_rx
+    });
 
-    let upstream = Upstream::new(settings.connect_timeout, settings.server_timeout);
-    let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone()));
+    let upstream = Upstream::new(settings.connect_timeout);
+    let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
     let http_task = tokio::spawn(serve_http(
         http_listener,
         proxy,
-        settings.http_request_timeout,
+        settings.routing.client_timeouts(settings.http_request_timeout),
         stopped,
         settings.hard_stop_after,
     ));
-    info!(%http_addr, %stats_addr, manifests = %settings.manifests.display(), "router started");
+    info!(%http_addr, %stats_addr, source = ?source, "router started");
 
     Ok(RunningRouter {
         http_addr,
@@ -79,10 +127,11 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         table,
         health,
         metrics,
+        local_service,
         settings,
         stop,
         http_task,
-        background: vec![admin_task, watch_task, publish_task],
+        background,
     })
 }
 
@@ -99,6 +148,17 @@ impl RunningRouter {
             task.abort();
         }
         info!("router stopped");
+    }
+}
+
+fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> KubeOptions {
+    KubeOptions {
+        kubeconfig,
+        reload_interval: settings.reload_interval,
+        watch_endpoints: settings.watch_endpoints,
+        update_status: settings.update_status,
+        router_name: settings.router_name.clone(),
+        canonical_hostname: settings.router_canonical_hostname.clone(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Harness for the router's integration tests: reporting backends, manifest files, an in-process router on
 //! free loopback ports, a keep-alive client, and polling helpers.
 
+pub mod apiserver;
 pub mod backend;
 pub mod client;
 pub mod manifests;
@@ -53,4 +54,16 @@ pub async fn next_generation(router: &RunningRouter, after: u64) -> u64 {
         async move { (generation > after).then_some(generation) }
     })
     .await
+}
+
+/// The `/debug/routes` entry of route `namespace/name`, or `Value::Null` when the router does not list it
+/// (not in its shard).
+pub async fn route_outcome(router: &RunningRouter, namespace: &str, name: &str) -> serde_json::Value {
+    let reply = client::get(router.stats_addr, "admin", "/debug/routes").await;
+    let body: serde_json::Value = serde_json::from_str(&reply.body).expect("debug/routes is JSON");
+    body["routes"]
+        .as_array()
+        .and_then(|routes| routes.iter().find(|r| r["namespace"] == namespace && r["name"] == name))
+        .cloned()
+        .unwrap_or(serde_json::Value::Null)
 }

@@ -68,3 +68,54 @@ pub fn route(namespace: &str, name: &str, host: &str, path: &str, service: &str)
         "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  host: {host}\n  path: {path:?}\n  to:\n    kind: Service\n    name: {service}\n    weight: 100\n  wildcardPolicy: None\n---\n"
     )
 }
+
+/// A route with annotations, labels and extra `spec` fields (YAML lines indented by two spaces, e.g.
+/// `"  alternateBackends:\n  - {kind: Service, name: b, weight: 1}\n"`), for the tests of route options.
+pub struct RouteSpec<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub host: &'a str,
+    pub path: &'a str,
+    pub service: &'a str,
+    pub weight: u32,
+    pub annotations: &'a [(&'a str, &'a str)],
+    pub labels: &'a [(&'a str, &'a str)],
+    pub created: Option<&'a str>,
+    pub extra_spec: &'a str,
+}
+
+impl<'a> RouteSpec<'a> {
+    pub fn new(namespace: &'a str, name: &'a str, host: &'a str, service: &'a str) -> Self {
+        RouteSpec {
+            namespace,
+            name,
+            host,
+            path: "",
+            service,
+            weight: 100,
+            annotations: &[],
+            labels: &[],
+            created: None,
+            extra_spec: "",
+        }
+    }
+
+    pub fn yaml(&self) -> String {
+        let map =
+            |pairs: &[(&str, &str)]| -> String { pairs.iter().map(|(k, v)| format!("    {k}: {v:?}\n")).collect() };
+        let mut metadata = format!("  name: {}\n  namespace: {}\n", self.name, self.namespace);
+        if let Some(created) = self.created {
+            metadata.push_str(&format!("  creationTimestamp: \"{created}\"\n"));
+        }
+        if !self.annotations.is_empty() {
+            metadata.push_str(&format!("  annotations:\n{}", map(self.annotations)));
+        }
+        if !self.labels.is_empty() {
+            metadata.push_str(&format!("  labels:\n{}", map(self.labels)));
+        }
+        format!(
+            "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n{metadata}spec:\n  host: {:?}\n  path: {:?}\n  to:\n    kind: Service\n    name: {}\n    weight: {}\n{}---\n",
+            self.host, self.path, self.service, self.weight, self.extra_spec
+        )
+    }
+}

@@ -2,7 +2,7 @@
 
 use router_tests::backend::TestBackend;
 use router_tests::client::{get, KeepAliveClient};
-use router_tests::manifests::{endpoint_slice, route, service, ManifestDir};
+use router_tests::manifests::{endpoint_slice, route, service, ManifestDir, RouteSpec};
 use router_tests::start_router;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

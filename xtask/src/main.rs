@@ -1,5 +1,7 @@
-//! `cargo xtask <setup|run|test>`: the project's own set-up, demo and test runner.
+//! `cargo xtask <setup|run|test|bench>`: the project's own set-up, demo and test runner.
 
+mod apiserver;
+mod bench;
 mod cargo;
 mod run;
 mod setup;
@@ -22,6 +24,8 @@ enum Command {
     Run,
     /// Run every test tier (unit, in-process integration, network-namespace XDP).
     Test,
+    /// Benchmark the router against HAProxy (OpenShift-style config) and a direct connection; results in bench/results/.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,5 +33,9 @@ fn main() -> anyhow::Result<()> {
         Command::Setup => setup::run(),
         Command::Run => run::run(),
         Command::Test => test::run(),
+        Command::Bench(args) => {
+            setup::ensure()?;
+            bench::run(&args)
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! `cargo xtask setup`: installs what building and testing need, and nothing when all is present.
 //!
 //! - Debian packages the tests and benches run: bpftool, iproute2, ethtool, curl, wrk, openssl,
-//!   procps, iputils-ping (checked with `dpkg-query`, installed with `apt-get`).
+//!   procps, iputils-ping, for the benchmark haproxy, nginx, nghttp2-client (h2load), and for the XDP
+//!   benchmarks iptables and hping3 (checked with `dpkg-query`, installed with `apt-get`).
 //! - The `nightly` toolchain with `rust-src` (the eBPF object is built with `-Z build-std=core`).
 //! - `bpf-linker` 0.13, built against the nightly toolchain's own libLLVM: `libLLVM.so` is
 //!   symlinked to the toolchain's `libLLVM.so.<ver>-rust-<ver>` and the linker is installed with
@@ -17,15 +18,32 @@ use std::{
 use anyhow::{bail, Context as _};
 
 /// Debian packages the tests and benchmarks call.
-const APT_PACKAGES: &[&str] = &["bpftool", "iproute2", "ethtool", "curl", "wrk", "openssl", "procps", "iputils-ping"];
+const APT_PACKAGES: &[&str] = &[
+    "bpftool",
+    "iproute2",
+    "ethtool",
+    "curl",
+    "wrk",
+    "openssl",
+    "procps",
+    "iputils-ping",
+    // The benchmark (`cargo xtask bench`): the HAProxy contender, nginx as the pods, h2load for fixed-rate latency.
+    "haproxy",
+    "nginx",
+    "nghttp2-client",
+    // The XDP nodePort benchmarks (bench/xdp-*.sh): kube-proxy-style DNAT rules and a bounded SYN flood.
+    "iptables",
+    "hping3",
+];
 const NIGHTLY: &str = "nightly";
 /// The bpf-linker series that matches aya 0.14 / aya-build 0.2.
 const BPF_LINKER_REQ: &str = "^0.13";
 const BPF_LINKER_PREFIX: &str = "bpf-linker 0.13.";
 
-/// `cargo xtask setup`: everything [`ensure`] does, then a closing line.
+/// `cargo xtask setup`: everything [`ensure`] does, plus the apiserver tier's etcd and kube-apiserver.
 pub fn run() -> anyhow::Result<()> {
     ensure()?;
+    crate::apiserver::ensure()?;
     println!("setup: all prerequisites present");
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready` and `/metrics`.
+//! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready`, `/metrics` and `/debug/routes`.
 
 mod health;
+mod routes;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -20,10 +21,12 @@ pub use health::Health;
 
 use crate::metrics::Metrics;
 use crate::proxy::stop_requested;
+use crate::table::TableHandle;
 
 pub struct AdminState {
     pub health: Arc<Health>,
     pub metrics: Arc<Metrics>,
+    pub table: TableHandle,
 }
 
 /// Serves admin requests until `shutdown` turns true.
@@ -68,6 +71,11 @@ fn answer(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Byte
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
             );
+            response
+        }
+        "/debug/routes" => {
+            let mut response = text(StatusCode::OK, &routes::render(&state.table.load()));
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             response
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),

@@ -1,6 +1,7 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
 mod duration;
+mod routing;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -9,15 +10,46 @@ use std::time::Duration;
 use clap::Parser;
 
 pub use duration::{parse_haproxy_duration, DurationError, MAX_TIMEOUT};
+pub use routing::{RoutingArgs, RoutingError};
 
-use crate::xdp::XdpMode;
+use crate::source::{choose_source, SourceChoice, SourceChoiceError, SourceKind};
+use crate::xdp::{RouterServiceName, XdpMode};
 
 #[derive(Parser, Clone, Debug)]
 #[command(name = "router", version, about = "OpenShift-compatible ingress router with an XDP front")]
 pub struct Settings {
     /// Manifest file or directory (the embedded default source), watched for changes.
     #[arg(long, env = "ROUTER_MANIFESTS")]
-    pub manifests: PathBuf,
+    pub manifests: Option<PathBuf>,
+
+    /// Source of routes: `manifests` or `kube`. Unset: manifests when --manifests is given, else the Kubernetes
+    /// API when --kubeconfig is given or the router runs in a pod.
+    #[arg(long, env = "ROUTER_SOURCE", value_enum)]
+    pub source: Option<SourceKind>,
+
+    /// kubeconfig for the Kubernetes source (its current context); unset in a pod: the service account.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubernetes source: the longest a burst of changes is batched before the table is rebuilt.
+    #[arg(long, env = "RELOAD_INTERVAL", default_value = "100ms", value_parser = parse_haproxy_duration)]
+    pub reload_interval: Duration,
+
+    /// Kubernetes source: read core Endpoints instead of EndpointSlices.
+    #[arg(long, env = "ROUTER_WATCH_ENDPOINTS")]
+    pub watch_endpoints: bool,
+
+    /// This router's name in route status (`status.ingress[].routerName`).
+    #[arg(long, env = "ROUTER_SERVICE_NAME", default_value = "default")]
+    pub router_name: String,
+
+    /// Host name published as `routerCanonicalHostname` in route status.
+    #[arg(long, env = "ROUTER_CANONICAL_HOSTNAME")]
+    pub router_canonical_hostname: Option<String>,
+
+    /// Write route status (Kubernetes source only): `true` or `false`.
+    #[arg(long, env = "ROUTER_UPDATE_STATUS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub update_status: bool,
 
     /// Address the HTTP and HTTPS listeners bind to.
     #[arg(long, env = "ROUTER_BIND_IP", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
@@ -71,9 +103,39 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_MODE", value_enum, default_value_t = XdpMode::Auto)]
     pub xdp_mode: XdpMode,
 
+    /// Route admission, balancing, headers, cookies and client timeouts.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]
     pub bpf_pin_dir: PathBuf,
+
+    /// The router's own Service, NAMESPACE/NAME: its http/https nodePorts go to this node's router endpoints through
+    /// the XDP front, and its healthCheckNodePort is answered here.
+    #[arg(long, env = "ROUTER_OWN_SERVICE")]
+    pub router_service: Option<RouterServiceName>,
+
+    /// This node's name (the EndpointSlice `nodeName` of local endpoints); unset: the host name.
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: Option<String>,
+
+    /// Addresses that count as this node's for nodePort traffic (comma separated); unset: every address on
+    /// --xdp-iface, re-read every second.
+    #[arg(long, env = "ROUTER_XDP_NODE_ADDRESSES", value_delimiter = ',')]
+    pub xdp_node_addresses: Vec<IpAddr>,
+
+    /// Entries in each XDP conntrack map (LRU: the least recently used flows are evicted when full).
+    #[arg(long, env = "ROUTER_XDP_CONNTRACK_SIZE", default_value_t = crate::xdp::DEFAULT_CONNTRACK_SIZE)]
+    pub xdp_conntrack_size: u32,
+
+    /// XDP conntrack: a nodePort flow idle this long is forgotten.
+    #[arg(long, env = "ROUTER_XDP_CONNTRACK_IDLE_TIMEOUT", default_value = "1h", value_parser = parse_haproxy_duration)]
+    pub xdp_conntrack_idle_timeout: Duration,
+
+    /// XDP conntrack: ... or this long after either side sent a FIN or RST.
+    #[arg(long, env = "ROUTER_XDP_CONNTRACK_CLOSING_TIMEOUT", default_value = "60s", value_parser = parse_haproxy_duration)]
+    pub xdp_conntrack_closing_timeout: Duration,
 }
 
 impl Settings {
@@ -85,10 +147,17 @@ impl Settings {
         self.stats_listen_addr.unwrap_or(SocketAddr::new(self.listen_addr, self.stats_port))
     }
 
+    /// The source to read, from `--source`, `--manifests`, `--kubeconfig` and whether this runs in a pod.
+    pub fn source_choice(&self) -> Result<SourceChoice, SourceChoiceError> {
+        let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+        choose_source(self.source, self.manifests.as_ref(), self.kubeconfig.as_ref(), in_cluster)
+    }
+
     /// Settings for an in-process router on free loopback ports, as tests and tools start it.
     pub fn for_loopback(manifests: impl Into<PathBuf>) -> Self {
         let mut settings = Settings::parse_from(["router", "--manifests", "/dev/null"]);
-        settings.manifests = manifests.into();
+        settings.manifests = Some(manifests.into());
+        settings.source = Some(SourceKind::Manifests);
         settings.listen_addr = IpAddr::V4(Ipv4Addr::LOCALHOST);
         settings.http_port = 0;
         settings.https_port = 0;

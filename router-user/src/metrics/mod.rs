@@ -51,8 +51,30 @@ pub struct UpstreamErrorLabels {
     pub kind: &'static str,
 }
 
+/// The Kubernetes resource a watch is for (`routes`, `services`, ...).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    pub resource: &'static str,
+}
+
+/// The result of one route status write: `ok`, `conflict` or `error` (both retried), `gone` (route deleted).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusWriteLabels {
+    pub result: &'static str,
+}
+
+/// A client connection closed unanswered by a route's protection.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    pub backend: Arc<str>,
+    /// `ip_allowlist`, `concurrent-tcp`, `rate-tcp` or `rate-http`.
+    pub reason: &'static str,
+}
+
 pub struct Metrics {
     registry: Registry,
+    pub refused: Family<RefusedLabels, Counter>,
+    pub route_warnings: Counter,
     pub http_requests: Family<RequestLabels, Counter>,
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     pub table_generation: Gauge,
@@ -60,6 +82,8 @@ pub struct Metrics {
     pub routes_loaded: Gauge,
     pub routes_rejected: Gauge,
     pub manifest_errors: Counter,
+    pub kube_watch_errors: Family<ResourceLabels, Counter>,
+    pub route_status_writes: Family<StatusWriteLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -73,6 +97,18 @@ impl Default for Metrics {
         let routes_loaded = Gauge::default();
         let routes_rejected = Gauge::default();
         let manifest_errors = Counter::default();
+        let refused = Family::<RefusedLabels, Counter>::default();
+        let route_warnings = Counter::default();
+        registry.register(
+            "router_connections_refused",
+            "Client connections closed by a route's allowlist or rate limits",
+            refused.clone(),
+        );
+        registry.register(
+            "router_route_warnings",
+            "Annotation or header-action values that could not be used (each counted once)",
+            route_warnings.clone(),
+        );
         registry.register(
             "router_http_requests",
             "HTTP requests answered, by backend, route and status code",
@@ -96,8 +132,22 @@ impl Default for Metrics {
             "Manifest files that failed to parse (each failed load counts once)",
             manifest_errors.clone(),
         );
+        let kube_watch_errors = Family::<ResourceLabels, Counter>::default();
+        registry.register(
+            "router_kube_watch_errors",
+            "Failed list/watch calls to the Kubernetes API, by resource (each is retried with backoff)",
+            kube_watch_errors.clone(),
+        );
+        let route_status_writes = Family::<StatusWriteLabels, Counter>::default();
+        registry.register(
+            "router_route_status_writes",
+            "Writes of this router's entry in route status, by result",
+            route_status_writes.clone(),
+        );
         Self {
             registry,
+            refused,
+            route_warnings,
             http_requests,
             upstream_errors,
             table_generation,
@@ -105,6 +155,8 @@ impl Default for Metrics {
             routes_loaded,
             routes_rejected,
             manifest_errors,
+            kube_watch_errors,
+            route_status_writes,
         }
     }
 }

@@ -1,88 +1,177 @@
 //! One HTTP request through the router, in named phases:
 //! 1. check: refuse what must not be forwarded (empty Content-Length) with 400;
 //! 2. route: normalised Host + path (no query) -> backend in the live table, else 503;
-//! 3. rewrite: lowercase Host, drop `Proxy` and hop-by-hop headers, append the forwarded headers;
-//! 4. forward: pick an endpoint round robin, send, retry another endpoint on a connect failure when the
-//!    request has no body; all failed -> 503, no answer in time -> 504, broken exchange -> 502;
-//! 5. respond: strip hop-by-hop response headers, splice upgrades (WebSocket) into a tunnel, count.
+//! 3. protect: the route's IP allowlist and per-client rate limits; a refused client's connection is closed
+//!    without an answer, as HAProxy's `tcp-request content reject` does;
+//! 4. rewrite: headers (see `rewrite`), sticky cookie hidden from the pod, `rewrite-target`;
+//! 5. forward: the sticky endpoint or the balancer's pick, retrying another endpoint after a failed connect
+//!    when the request has no body; all failed -> 503, no answer in time -> 504, broken exchange -> 502;
+//! 6. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
+//!    spliced into a tunnel, counted.
 
-use std::convert::Infallible;
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use http::header::{self, HeaderValue};
+use http::header;
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Empty};
 use hyper::body::{Body, Incoming};
 use hyper::upgrade::OnUpgrade;
-use hyper_util::rt::TokioIo;
 use tracing::{debug, warn};
 
-use super::forwarded::{append_forwarded, ConnectionInfo};
-use super::headers::{is_upgrade, strip_hop_by_hop, PROXY};
-use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ProxyBody};
+use super::forwarded::ConnectionInfo;
+use super::headers::{is_upgrade, strip_hop_by_hop};
+use super::lease::{EndpointLease, LeasedBody};
+use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
+use super::rewrite::{rewrite_headers, rewrite_target};
+use super::sticky::{cookie_value, insert_cookie, remove_cookie};
+use super::tunnel::tunnel;
 use super::upstream::{Upstream, UpstreamBody, UpstreamError};
-use crate::metrics::{BackendLabels, Metrics, UpstreamErrorLabels};
+use crate::metrics::{BackendLabels, Metrics, RefusedLabels, UpstreamErrorLabels};
+use crate::policy::header_actions;
+use crate::protection::{ConnectionTicket, Refused};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
 /// At most this many endpoints are tried for one request (HAProxy: `retries 3` with `option redispatch`).
 const MAX_ATTEMPTS: usize = 3;
 
+/// Router-wide proxy settings.
+#[derive(Clone, Debug, Default)]
+pub struct ProxyOptions {
+    /// `ROUTER_ERRORFILE_503`: replaces the built-in 503 page.
+    pub error_503: Option<ErrorFile>,
+    /// How long a request waits for a free `pod-concurrent-connections` slot before a 503.
+    pub queue_timeout: Duration,
+}
+
 pub struct HttpProxy {
     table: TableHandle,
     upstream: Upstream,
     metrics: Arc<Metrics>,
+    options: ProxyOptions,
+}
+
+/// A client connection's state shared by its requests: where it comes from, and the routes whose
+/// connection limits count it.
+pub struct ClientConnection {
+    pub info: ConnectionInfo,
+    tickets: Mutex<Vec<(usize, ConnectionTicket)>>,
+}
+
+impl ClientConnection {
+    pub fn new(info: ConnectionInfo) -> Self {
+        Self { info, tickets: Mutex::new(Vec::new()) }
+    }
+}
+
+/// The router closes the connection without answering.
+#[derive(Debug, thiserror::Error)]
+#[error("client {client} refused by {backend}: {reason}")]
+pub struct RefusedConnection {
+    client: IpAddr,
+    backend: Arc<str>,
+    reason: &'static str,
 }
 
 impl HttpProxy {
-    pub fn new(table: TableHandle, upstream: Upstream, metrics: Arc<Metrics>) -> Self {
-        Self { table, upstream, metrics }
+    pub fn new(table: TableHandle, upstream: Upstream, metrics: Arc<Metrics>, options: ProxyOptions) -> Self {
+        Self { table, upstream, metrics, options }
     }
 
     pub async fn handle(
         &self,
-        info: ConnectionInfo,
+        connection: &ClientConnection,
         request: Request<Incoming>,
-    ) -> Result<Response<ProxyBody>, Infallible> {
-        let (labels, response) = self.route_and_forward(info, request).await;
+    ) -> Result<Response<ProxyBody>, RefusedConnection> {
+        let (labels, response) = self.route_and_forward(connection, request).await?;
         self.metrics.http_requests.get_or_create(&labels.with_code(response.status().as_u16())).inc();
         Ok(response)
     }
 
+    fn unavailable(&self) -> Response<ProxyBody> {
+        self.options.error_503.as_ref().map_or_else(unavailable, ErrorFile::response)
+    }
+
     async fn route_and_forward(
         &self,
-        info: ConnectionInfo,
+        connection: &ClientConnection,
         mut request: Request<Incoming>,
-    ) -> (BackendLabels, Response<ProxyBody>) {
+    ) -> Result<(BackendLabels, Response<ProxyBody>), RefusedConnection> {
+        let unrouted = |response| Ok((BackendLabels::unrouted(), response));
         if has_empty_content_length(&request) {
-            return (BackendLabels::unrouted(), bad_request());
+            return unrouted(bad_request());
         }
-        let Some(raw_host) = request_host(&request) else { return (BackendLabels::unrouted(), unavailable()) };
-        let table = self.table.load();
-        let host = normalize_request_host(&raw_host);
-        let Some(backend) = table.lookup(&host, request.uri().path()).cloned() else {
+        let Some(raw_host) = request_host(&request) else { return unrouted(self.unavailable()) };
+        let host = normalize_request_host(&raw_host).into_owned();
+        let Some(backend) = self.table.load().lookup(&host, request.uri().path()).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
-            return (BackendLabels::unrouted(), unavailable());
+            return unrouted(self.unavailable());
         };
-        drop(table);
-        let labels = backend.labels.clone();
+        self.protect(&backend, connection)?;
         let response = match backend.action {
-            HttpAction::NotOnHttp => unavailable(),
+            HttpAction::NotOnHttp => self.unavailable(),
             HttpAction::RedirectToHttps => {
                 let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
                 redirect_to_https(&host, target)
             }
             HttpAction::Forward => {
                 let lowered = raw_host.to_ascii_lowercase();
-                rewrite_request(&mut request, &info, &lowered);
-                self.forward(&backend, request).await
+                let upgrade = is_upgrade(request.headers());
+                rewrite_headers(request.headers_mut(), upgrade, &connection.info, &lowered, &backend.policy);
+                if let Some(target) = &backend.policy.rewrite_target {
+                    if let Some(uri) = rewrite_target(request.uri(), &backend.path, target) {
+                        *request.uri_mut() = uri;
+                    }
+                }
+                self.forward(&backend, connection.info.client.ip(), request).await
             }
         };
-        (labels, response)
+        Ok((backend.labels.clone(), response))
     }
 
-    async fn forward(&self, backend: &Backend, mut request: Request<Incoming>) -> Response<ProxyBody> {
-        let upgrade = is_upgrade(request.headers());
-        let client_upgrade: Option<OnUpgrade> = upgrade.then(|| hyper::upgrade::on(&mut request));
+    /// The allowlist and rate limits of the route; an error closes the client's connection.
+    fn protect(&self, backend: &Backend, connection: &ClientConnection) -> Result<(), RefusedConnection> {
+        let client = connection.info.client.ip();
+        let refuse = |reason: &'static str| {
+            self.metrics
+                .refused
+                .get_or_create(&RefusedLabels { backend: backend.labels.backend.clone(), reason })
+                .inc();
+            Err(RefusedConnection { client, backend: backend.labels.backend.clone(), reason })
+        };
+        if backend.policy.allowlist.as_ref().is_some_and(|list| !list.allows(client)) {
+            return refuse("ip_allowlist");
+        }
+        let Some(limiter) = &backend.limiter else { return Ok(()) };
+        let now = Instant::now();
+        let mut tickets = connection.tickets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !tickets.iter().any(|(id, _)| *id == limiter.id()) {
+            match limiter.connect(client, now) {
+                Ok(ticket) => tickets.push((limiter.id(), ticket)),
+                Err(refused) => return refuse(refused_reason(refused)),
+            }
+        }
+        drop(tickets);
+        limiter.request(client, now).or_else(|refused| refuse(refused_reason(refused)))
+    }
+
+    async fn forward(
+        &self,
+        backend: &Arc<Backend>,
+        client: IpAddr,
+        mut request: Request<Incoming>,
+    ) -> Response<ProxyBody> {
+        let client_upgrade: Option<OnUpgrade> = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
+        let cookie = backend.policy.cookie.as_ref();
+        let client_cookie = cookie.and_then(|c| cookie_value(request.headers(), &c.name));
+        let mut sticky = client_cookie.as_deref().and_then(|value| backend.by_cookie(value));
+        if let Some(cookie) = cookie {
+            remove_cookie(request.headers_mut(), &cookie.name);
+        }
+        if sticky.is_none() && !backend.has_weighted_endpoints() {
+            return self.unavailable();
+        }
         let (parts, body) = request.into_parts();
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
@@ -90,15 +179,19 @@ impl HttpProxy {
         let mut tried = Vec::with_capacity(MAX_ATTEMPTS);
 
         while tried.len() < MAX_ATTEMPTS.min(backend.endpoints.len()) {
-            let Some(index) = backend.pick(&tried) else { break };
-            tried.push(index);
-            let endpoint = &backend.endpoints[index];
+            let chosen = match sticky.take() {
+                Some(index) => EndpointLease::take(backend, index),
+                None => self.lease(backend, client, &tried).await,
+            };
+            let Some(lease) = chosen else { break };
+            tried.push(lease.index());
+            let endpoint = lease.endpoint();
             let mut upstream_request = Request::from_parts(parts.clone(), upstream_body(&mut body));
             *upstream_request.uri_mut() = upstream_uri(endpoint.addr, &parts.uri);
-            match self.upstream.send(upstream_request).await {
+            match self.upstream.send(upstream_request, backend.policy.server_timeout).await {
                 Ok(response) => {
                     endpoint.health.mark_up();
-                    return finish_response(response, client_upgrade);
+                    return self.respond(backend, response, lease, client_cookie, client_upgrade);
                 }
                 Err(error) => {
                     let labels = UpstreamErrorLabels { backend: backend.labels.backend.clone(), kind: error.kind() };
@@ -110,7 +203,7 @@ impl HttpProxy {
                             if retryable {
                                 continue;
                             }
-                            return unavailable();
+                            return self.unavailable();
                         }
                         UpstreamError::Timeout(_) => return gateway_error(StatusCode::GATEWAY_TIMEOUT),
                         UpstreamError::Exchange(_) => return gateway_error(StatusCode::BAD_GATEWAY),
@@ -118,7 +211,65 @@ impl HttpProxy {
                 }
             }
         }
-        unavailable()
+        self.unavailable()
+    }
+
+    /// The balancer's pick, waiting up to the queue timeout when every endpoint is at its concurrency cap.
+    async fn lease(&self, backend: &Arc<Backend>, client: IpAddr, tried: &[usize]) -> Option<EndpointLease> {
+        let deadline = tokio::time::Instant::now() + self.options.queue_timeout;
+        loop {
+            let freed = backend.endpoints.iter().find_map(|e| e.slots.as_ref()).map(|slots| slots.freed());
+            let notified = freed.as_ref().map(|notify| notify.notified());
+            if let Some(index) = backend.pick(client, tried) {
+                if let Some(lease) = EndpointLease::take(backend, index) {
+                    return Some(lease);
+                }
+            }
+            let capped = backend
+                .endpoints
+                .iter()
+                .enumerate()
+                .any(|(i, e)| !tried.contains(&i) && e.weight > 0 && e.slots.is_some());
+            let notified = notified.filter(|_| capped)?;
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    fn respond(
+        &self,
+        backend: &Backend,
+        mut response: Response<Incoming>,
+        lease: EndpointLease,
+        client_cookie: Option<String>,
+        client_upgrade: Option<OnUpgrade>,
+    ) -> Response<ProxyBody> {
+        if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+            if let Some(client_side) = client_upgrade {
+                let pod_side = hyper::upgrade::on(&mut response);
+                tokio::spawn(tunnel(client_side, pod_side, backend.policy.tunnel_timeout));
+                return response.map(|body| Either::Left(LeasedBody::new(body, None)));
+            }
+        }
+        let headers = response.headers_mut();
+        strip_hop_by_hop(headers, false);
+        if let Some(cookie) = &backend.policy.cookie {
+            let value = &lease.endpoint().cookie;
+            if client_cookie.as_deref() != Some(value.as_str()) {
+                insert_cookie(headers, &cookie.set_cookie(value));
+            }
+        }
+        header_actions::apply(&backend.policy.response_headers, headers);
+        response.map(|body| Either::Left(LeasedBody::new(body, Some(lease))))
+    }
+}
+
+fn refused_reason(refused: Refused) -> &'static str {
+    match refused {
+        Refused::ConcurrentConnections => "concurrent-tcp",
+        Refused::ConnectionRate => "rate-tcp",
+        Refused::RequestRate => "rate-http",
     }
 }
 
@@ -133,17 +284,6 @@ fn has_empty_content_length(request: &Request<Incoming>) -> bool {
     request.headers().get_all(header::CONTENT_LENGTH).iter().any(|v| v.as_bytes().iter().all(u8::is_ascii_whitespace))
 }
 
-fn rewrite_request(request: &mut Request<Incoming>, info: &ConnectionInfo, host: &str) {
-    let upgrade = is_upgrade(request.headers());
-    let headers = request.headers_mut();
-    strip_hop_by_hop(headers, upgrade);
-    headers.remove(PROXY);
-    if let Ok(value) = HeaderValue::from_str(host) {
-        headers.insert(header::HOST, value);
-    }
-    append_forwarded(headers, info, host);
-}
-
 /// The client's body the first time; nothing on a retry (only bodiless requests are retried).
 fn upstream_body(body: &mut Option<Incoming>) -> UpstreamBody {
     match body.take() {
@@ -156,29 +296,4 @@ fn upstream_uri(addr: std::net::SocketAddr, original: &Uri) -> Uri {
     let path = original.path_and_query().map_or("/", |pq| pq.as_str());
     // An IP, a port and an already-parsed path always form a valid URI; fall back to the pod root if not.
     format!("http://{addr}{path}").parse().unwrap_or_else(|_| Uri::from_static("/"))
-}
-
-fn finish_response(mut response: Response<Incoming>, client_upgrade: Option<OnUpgrade>) -> Response<ProxyBody> {
-    if response.status() == StatusCode::SWITCHING_PROTOCOLS {
-        if let Some(client_side) = client_upgrade {
-            let pod_side = hyper::upgrade::on(&mut response);
-            tokio::spawn(tunnel(client_side, pod_side));
-            return response.map(Either::Left);
-        }
-    }
-    strip_hop_by_hop(response.headers_mut(), false);
-    response.map(Either::Left)
-}
-
-/// Copies bytes both ways between the upgraded client and pod connections until both sides close.
-async fn tunnel(client: OnUpgrade, pod: OnUpgrade) {
-    match tokio::try_join!(client, pod) {
-        Ok((client, pod)) => {
-            let (mut client, mut pod) = (TokioIo::new(client), TokioIo::new(pod));
-            if let Err(error) = tokio::io::copy_bidirectional(&mut client, &mut pod).await {
-                debug!(%error, "upgraded connection ended with an error");
-            }
-        }
-        Err(error) => debug!(%error, "upgrade did not complete"),
-    }
 }

@@ -12,15 +12,25 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info_span, warn, Instrument};
 
+use super::client_io::{ClientIo, ConnectionClock};
 use super::forwarded::ConnectionInfo;
-use super::handler::HttpProxy;
+use super::handler::{ClientConnection, HttpProxy};
+
+/// Client-side timers of the HTTP listener.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientTimeouts {
+    /// A request head must be complete within this (slowloris protection).
+    pub http_request: Duration,
+    /// An idle keep-alive connection is closed after this.
+    pub keep_alive: Duration,
+}
 
 /// Serves connections accepted on `listener` until `shutdown` turns true, then waits up to `drain` for open
 /// connections to finish their in-flight requests.
 pub async fn serve_http(
     listener: TcpListener,
     proxy: Arc<HttpProxy>,
-    header_timeout: Duration,
+    timeouts: ClientTimeouts,
     mut shutdown: watch::Receiver<bool>,
     drain: Duration,
 ) {
@@ -31,7 +41,7 @@ pub async fn serve_http(
             _ = stop_requested(&mut shutdown) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, client)) => {
-                    let task = serve_connection(stream, client, proxy.clone(), header_timeout, shutdown.clone());
+                    let task = serve_connection(stream, client, proxy.clone(), timeouts, shutdown.clone());
                     let alive = alive_tx.clone();
                     tokio::spawn(async move {
                         task.await;
@@ -57,23 +67,29 @@ async fn serve_connection(
     stream: TcpStream,
     client: SocketAddr,
     proxy: Arc<HttpProxy>,
-    header_timeout: Duration,
+    timeouts: ClientTimeouts,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let Ok(local) = stream.local_addr() else { return };
     let _ = stream.set_nodelay(true);
-    let info = ConnectionInfo { client, local, proto: "http" };
+    let state = Arc::new(ClientConnection::new(ConnectionInfo { client, local, proto: "http" }));
+    let clock = ConnectionClock::new();
+    let io = ClientIo::new(stream, clock.clone(), timeouts.http_request, timeouts.keep_alive);
     let span = info_span!("conn", %client);
     async move {
         let service = service_fn(move |request| {
-            let proxy = proxy.clone();
-            async move { proxy.handle(info, request).await }
+            let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+            async move {
+                clock.request_started();
+                let response = proxy.handle(&state, request).await;
+                clock.request_finished();
+                response
+            }
         });
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(header_timeout)
             .keep_alive(true)
-            .serve_connection(TokioIo::new(stream), service)
+            .serve_connection(TokioIo::new(io), service)
             .with_upgrades();
         tokio::pin!(connection);
         let result = tokio::select! {

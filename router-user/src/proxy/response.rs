@@ -3,16 +3,69 @@
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::{Either, Full};
-use hyper::body::Incoming;
+
+use super::lease::LeasedBody;
 
 /// Every response the :80 listener sends: a pod's streamed body or one of ours.
-pub type ProxyBody = Either<Incoming, Full<Bytes>>;
+pub type ProxyBody = Either<LeasedBody, Full<Bytes>>;
 
 const UNAVAILABLE_PAGE: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Application is not available</title></head>\n<body><h1>Application is not available</h1>\n<p>No application is serving requests at this address right now: the route may not exist, or none of its pods is ready.</p></body></html>\n";
 
 /// 503 with the small HTML page: no route, no ready endpoint, or every endpoint failed.
 pub fn unavailable() -> Response<ProxyBody> {
     page(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE_PAGE)
+}
+
+/// A replacement for a response the router makes (`ROUTER_ERRORFILE_503`): the file holds a whole HTTP
+/// response, status line, headers and body, as HAProxy's errorfile does.
+#[derive(Clone, Debug)]
+pub struct ErrorFile {
+    status: StatusCode,
+    headers: Vec<(http::HeaderName, HeaderValue)>,
+    body: Bytes,
+}
+
+impl ErrorFile {
+    pub fn load(path: &std::path::Path) -> Result<ErrorFile, String> {
+        let raw = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(&raw).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse(raw: &[u8]) -> Result<ErrorFile, String> {
+        let split = find(raw, b"\r\n\r\n").map(|i| (i, 4)).or_else(|| find(raw, b"\n\n").map(|i| (i, 2)));
+        let (head_end, separator) = split.ok_or("no blank line between headers and body")?;
+        let head = std::str::from_utf8(&raw[..head_end]).map_err(|_| "headers are not UTF-8")?;
+        let mut lines = head.lines();
+        let status_line = lines.next().ok_or("empty file")?;
+        let code = status_line.split_whitespace().nth(1).ok_or("no status code")?;
+        let status = code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).ok_or("bad status code")?;
+        let mut headers = Vec::new();
+        for line in lines.filter(|l| !l.trim().is_empty()) {
+            let (name, value) = line.split_once(':').ok_or_else(|| format!("bad header line {line:?}"))?;
+            let name =
+                http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("bad header {name:?}"))?;
+            // Framing is the router's business: the body length is known.
+            if name == header::CONTENT_LENGTH || name == header::CONNECTION || name == header::TRANSFER_ENCODING {
+                continue;
+            }
+            let value = HeaderValue::from_str(value.trim()).map_err(|_| format!("bad value for {name}"))?;
+            headers.push((name, value));
+        }
+        Ok(ErrorFile { status, headers, body: Bytes::copy_from_slice(&raw[head_end + separator..]) })
+    }
+
+    pub fn response(&self) -> Response<ProxyBody> {
+        let mut response = Response::new(Either::Right(Full::new(self.body.clone())));
+        *response.status_mut() = self.status;
+        for (name, value) in &self.headers {
+            response.headers_mut().append(name.clone(), value.clone());
+        }
+        response
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|window| window == needle)
 }
 
 /// 502 (a pod broke the exchange) or 504 (a pod did not answer in time) with a one-line body.
@@ -50,4 +103,20 @@ fn page(status: StatusCode, body: &str) -> Response<ProxyBody> {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=0, no-cache, no-store"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_files_parse_like_haproxy_errorfiles() {
+        let raw = b"HTTP/1.0 503 Service Unavailable\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\nContent-Length: 99\r\n\r\n<h1>Down for maintenance</h1>";
+        let file = ErrorFile::parse(raw).expect("parse");
+        let response = file.response();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()["content-type"], "text/html");
+        assert!(response.headers().get("content-length").is_none(), "the router frames the body itself");
+        assert!(ErrorFile::parse(b"not a response").is_err());
+    }
 }

@@ -41,11 +41,10 @@ impl UpstreamError {
 
 pub struct Upstream {
     client: Client<HttpConnector, UpstreamBody>,
-    server_timeout: Duration,
 }
 
 impl Upstream {
-    pub fn new(connect_timeout: Duration, server_timeout: Duration) -> Self {
+    pub fn new(connect_timeout: Duration) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(connect_timeout));
         connector.set_nodelay(true);
@@ -57,13 +56,17 @@ impl Upstream {
             // The Host header is the client's, never the pod address.
             .set_host(false)
             .build(connector);
-        Self { client, server_timeout }
+        Self { client }
     }
 
-    /// Sends `request` (absolute URI naming the pod) and waits for the response head.
-    pub async fn send(&self, request: Request<UpstreamBody>) -> Result<Response<Incoming>, UpstreamError> {
-        match tokio::time::timeout(self.server_timeout, self.client.request(request)).await {
-            Err(_) => Err(UpstreamError::Timeout(self.server_timeout)),
+    /// Sends `request` (absolute URI naming the pod) and waits up to `server_timeout` for the response head.
+    pub async fn send(
+        &self,
+        request: Request<UpstreamBody>,
+        server_timeout: Duration,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        match tokio::time::timeout(server_timeout, self.client.request(request)).await {
+            Err(_) => Err(UpstreamError::Timeout(server_timeout)),
             Ok(Err(error)) if error.is_connect() => Err(UpstreamError::Connect(error)),
             Ok(Err(error)) => Err(UpstreamError::Exchange(error)),
             Ok(Ok(response)) => Ok(response),

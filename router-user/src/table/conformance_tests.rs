@@ -30,7 +30,7 @@ fn snapshot(routes: Vec<Route>) -> Snapshot {
 }
 
 fn table(snapshot: &Snapshot) -> RouteTable {
-    build(snapshot, &BuildOptions { allow_loopback_endpoints: true }, 1)
+    build(snapshot, &BuildOptions { allow_loopback_endpoints: true, ..Default::default() }, 1)
 }
 
 fn outcome(table: &RouteTable, name: &str) -> Result<(), &'static str> {
@@ -141,13 +141,16 @@ fn endpoints_come_from_ready_slice_addresses_of_every_weighted_service() {
     ] {
         snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-x")), slice(service, addresses));
     }
-    let strict = build(&snapshot, &BuildOptions { allow_loopback_endpoints: false }, 1);
+    let strict = build(&snapshot, &BuildOptions { allow_loopback_endpoints: false, ..Default::default() }, 1);
     let backend = strict.lookup("e.example.com", "/").expect("route");
-    let addrs: Vec<String> = backend.endpoints.iter().map(|e| e.addr.to_string()).collect();
-    assert_eq!(addrs, ["10.0.0.1:8080", "10.0.0.3:8080", "10.0.1.1:8080"]);
+    let addrs: Vec<(String, u32)> = backend.endpoints.iter().map(|e| (e.addr.to_string(), e.weight)).collect();
+    // main: 1 over 2 endpoints, alt: 1 over 1 -> alt's endpoint is the heaviest (256), main's get 128;
+    // the weight-0 service keeps its endpoint for sticky sessions but takes no new traffic.
+    let want = [("10.0.0.1:8080", 128), ("10.0.0.3:8080", 128), ("10.0.1.1:8080", 256), ("10.0.2.1:8080", 0)];
+    assert_eq!(addrs, want.map(|(a, w)| (a.to_string(), w)));
     assert_eq!(backend.endpoints[0].id, "ept:main:http:10.0.0.1:8080");
     let loose = table(&snapshot);
-    assert_eq!(loose.lookup("e.example.com", "/").expect("route").endpoints.len(), 4, "loopback kept when allowed");
+    assert_eq!(loose.lookup("e.example.com", "/").expect("route").endpoints.len(), 5, "loopback kept when allowed");
 }
 
 #[test]

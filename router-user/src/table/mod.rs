@@ -1,5 +1,6 @@
 //! The compiled route table: built off the request path from a whole `Snapshot`, immutable once built, and
 //! published atomically (`TableHandle`), so requests never wait for a rebuild and never see half a table.
+//! Lookups go through a host index (exact hosts, then one-label wildcard domains), never a scan of routes.
 
 mod build;
 #[cfg(test)]
@@ -9,15 +10,18 @@ mod host;
 mod path;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use crate::balance::{PassiveHealth, RoundRobin};
+use crate::balance::{Balancer, Candidate, EndpointHealth, InFlight};
 use crate::metrics::BackendLabels;
 use crate::model::ObjectKey;
+use crate::policy::RoutePolicy;
+use crate::protection::{ConnectionSlots, RateLimiter};
 
+pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, BuildOptions};
 pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
 pub use host::{is_dns1123_subdomain, normalize_request_host};
@@ -42,46 +46,71 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// OpenShift server id, e.g. `pod:web-1:web:http:10.1.0.5:8080`.
     pub id: String,
-    pub health: PassiveHealth,
+    /// Sticky-cookie value naming this endpoint (hex MD5 of the id).
+    pub cookie: String,
+    /// Balancing weight; 0 takes no new clients but keeps sticky ones.
+    pub weight: u32,
+    pub health: EndpointHealth,
+    pub in_flight: InFlight,
+    /// `pod-concurrent-connections`: the cap on requests in flight, when set.
+    pub slots: Option<ConnectionSlots>,
+}
+
+impl Candidate for Endpoint {
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    fn active(&self) -> u32 {
+        self.in_flight.get()
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// One admitted route as the HTTP listener serves it.
 #[derive(Debug)]
 pub struct Backend {
     pub route: ObjectKey,
+    /// The route's path (for rewrite-target).
+    pub path: RoutePath,
     /// Backend name `be_http:<ns>:<name>` (or `be_edge_http:`), namespace and route name, for metrics.
     pub labels: BackendLabels,
     pub action: HttpAction,
     pub endpoints: Vec<Endpoint>,
-    balancer: RoundRobin,
+    pub policy: RoutePolicy,
+    /// Per-client limits, when the route asks for them.
+    pub limiter: Option<RateLimiter>,
+    balancer: Balancer,
 }
 
 impl Backend {
-    /// The next endpoint in rotation that is up and not in `tried`; when every untried endpoint is marked
-    /// down, one of those is still returned (a pod that came back should get traffic without waiting).
-    pub fn pick(&self, tried: &[usize]) -> Option<usize> {
-        let count = self.endpoints.len();
+    /// The next endpoint for `client` that is up, has weight and is not in `tried`; when every such endpoint
+    /// is marked down, one of those is still returned (a pod that came back should not wait for a check).
+    pub fn pick(&self, client: IpAddr, tried: &[usize]) -> Option<usize> {
         let untried = |i: usize| !tried.contains(&i);
         self.balancer
-            .pick(count, |i| untried(i) && self.endpoints[i].health.is_up())
-            .or_else(|| self.balancer.pick(count, untried))
+            .pick(&self.endpoints, client, &|i| {
+                untried(i) && self.endpoints[i].health.is_up() && has_slot(&self.endpoints[i])
+            })
+            .or_else(|| self.balancer.pick(&self.endpoints, client, &|i| untried(i) && has_slot(&self.endpoints[i])))
+    }
+
+    /// The endpoint a sticky cookie names, if it still exists and is up (weight 0 included).
+    pub fn by_cookie(&self, value: &str) -> Option<usize> {
+        self.endpoints.iter().position(|e| e.cookie == value && e.health.is_up())
+    }
+
+    /// True when some endpoint with weight could take a request.
+    pub fn has_weighted_endpoints(&self) -> bool {
+        self.endpoints.iter().any(|e| e.weight > 0)
     }
 }
 
-/// Why a route is not served, in the OpenShift router's words (`status.ingress[].conditions[].reason`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Rejection {
-    pub reason: &'static str,
-    pub message: String,
-}
-
-/// Every route of the snapshot with the outcome of compiling it.
-#[derive(Clone, Debug)]
-pub struct RouteOutcome {
-    pub key: ObjectKey,
-    pub host: String,
-    pub path: String,
-    pub result: Result<(), Rejection>,
+fn has_slot(endpoint: &Endpoint) -> bool {
+    endpoint.slots.as_ref().is_none_or(ConnectionSlots::available)
 }
 
 #[derive(Debug, Default)]
@@ -89,7 +118,11 @@ pub struct RouteTable {
     pub generation: u64,
     /// Exact host -> path rules in match order (longest prefix first).
     hosts: HashMap<String, Vec<PathRule>>,
+    /// Wildcard domain (`example.com` for `*.example.com`) -> path rules; tried after exact hosts.
+    wildcards: HashMap<String, Vec<PathRule>>,
     pub outcomes: Vec<RouteOutcome>,
+    /// Annotation values that could not be used, per route.
+    pub warnings: Vec<(ObjectKey, String)>,
 }
 
 #[derive(Debug)]
@@ -98,11 +131,38 @@ struct PathRule {
     backend: Arc<Backend>,
 }
 
+fn first_match<'t>(rules: &'t [PathRule], path: &str) -> Option<&'t Arc<Backend>> {
+    rules.iter().find(|rule| rule.path.matches(path)).map(|rule| &rule.backend)
+}
+
 impl RouteTable {
-    /// The route serving `host` (already normalised) and `path` (no query string), if any.
+    /// The route serving `host` (already normalised) and `path` (no query string), if any: exact host
+    /// rules first, then the wildcard rules of the host's parent domain.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        let rules = self.hosts.get(host)?;
-        rules.iter().find(|rule| rule.path.matches(path)).map(|rule| &rule.backend)
+        if let Some(found) = self.hosts.get(host).and_then(|rules| first_match(rules, path)) {
+            return Some(found);
+        }
+        let domain = host.split_once('.').map(|(_, domain)| domain)?;
+        self.wildcards.get(domain).and_then(|rules| first_match(rules, path))
+    }
+
+    /// Every admitted backend (for health checks and diagnostics).
+    pub fn backends(&self) -> impl Iterator<Item = &Arc<Backend>> {
+        self.hosts.values().chain(self.wildcards.values()).flatten().map(|rule| &rule.backend)
+    }
+
+    /// Takes over the health of endpoints that were already in `previous` (same route, same server id), so
+    /// a rebuild neither forgets a dead pod nor restarts its checks.
+    pub fn inherit_health(&self, previous: &RouteTable) {
+        let before: HashMap<&ObjectKey, &Arc<Backend>> = previous.backends().map(|b| (&b.route, b)).collect();
+        for backend in self.backends() {
+            let Some(old) = before.get(&backend.route) else { continue };
+            for endpoint in &backend.endpoints {
+                if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
+                    endpoint.health.inherit(&old_endpoint.health);
+                }
+            }
+        }
     }
 
     pub fn routes_admitted(&self) -> usize {

@@ -1,58 +1,74 @@
 //! Reading the `XDP_STATS` per-CPU array: each counter's per-CPU slots summed into one snapshot.
 
-use aya::maps::{MapData, PerCpuArray};
+use std::path::Path;
+
+use aya::maps::{Map, MapData, PerCpuArray};
 use router_common::{
     maps::XDP_STATS,
-    stats::{PacketCounter, STATS_IPV4, STATS_IPV6, STATS_OTHER, STATS_TCP, STATS_TOTAL, STATS_UNPARSED},
+    stats::{PacketCounter, STATS_INDICES, STATS_LEN, STATS_NAMES},
 };
 
 use super::XdpError;
 
-/// Packet counts of the XDP front since it was attached, summed over CPUs. Layout and meaning of
-/// each counter: `router_common::stats` (`total = ipv4 + ipv6 + other + unparsed`, `tcp <= ipv4 +
-/// ipv6`).
+const LEN: usize = STATS_LEN as usize;
+
+/// Packet counts of the XDP front (and its TC egress half) since it was attached, summed over
+/// CPUs, indexed by the `router_common::stats` constants (meaning and invariants there).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct XdpCounters {
-    /// Every packet the program saw.
-    pub total: u64,
-    /// IPv4 packets that parsed completely.
-    pub ipv4: u64,
-    /// IPv6 packets that parsed completely.
-    pub ipv6: u64,
-    /// IPv4/IPv6 packets with a complete TCP header.
-    pub tcp: u64,
-    /// Packets of another EtherType (ARP, VLAN-tagged, ...).
-    pub other: u64,
-    /// Packets cut short or malformed in a header the program read.
-    pub unparsed: u64,
-    /// Bytes of all packets (`total`'s byte count, Ethernet header included).
-    pub total_bytes: u64,
+    /// Packets per counter index.
+    pub packets: [u64; LEN],
+    /// Bytes per counter index.
+    pub bytes: [u64; LEN],
 }
 
-/// The stats map, owned by the loader.
+impl XdpCounters {
+    /// Packets of counter `index` (a `router_common::stats::STATS_*` constant); 0 when out of range.
+    pub fn get(&self, index: u32) -> u64 {
+        self.packets.get(index as usize).copied().unwrap_or(0)
+    }
+
+    /// `(name, packets, bytes)` for every counter, in index order.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64, u64)> + '_ {
+        STATS_NAMES.iter().enumerate().map(|(i, name)| (*name, self.packets[i], self.bytes[i]))
+    }
+
+    /// `self - earlier`, counter by counter (wrapping).
+    pub fn since(&self, earlier: &XdpCounters) -> XdpCounters {
+        let mut out = XdpCounters::default();
+        for i in 0..LEN {
+            out.packets[i] = self.packets[i].wrapping_sub(earlier.packets[i]);
+            out.bytes[i] = self.bytes[i].wrapping_sub(earlier.bytes[i]);
+        }
+        out
+    }
+}
+
+/// The stats map, owned by the loader (or opened from its pin by `router xdp status`).
 pub(crate) struct StatsMap(PerCpuArray<MapData, PacketCounter>);
 
 impl StatsMap {
-    pub(crate) fn new(map: aya::maps::Map) -> Result<StatsMap, XdpError> {
+    pub(crate) fn new(map: Map) -> Result<StatsMap, XdpError> {
         PerCpuArray::try_from(map).map(StatsMap).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })
+    }
+
+    /// Opens `<pin_dir>/XDP_STATS`.
+    pub(crate) fn open_pinned(pin_dir: &Path) -> Result<StatsMap, XdpError> {
+        let data =
+            MapData::from_pin(pin_dir.join(XDP_STATS)).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })?;
+        StatsMap::new(Map::from_map_data(data).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })?)
     }
 
     /// Reads every counter once and sums its per-CPU slots.
     pub(crate) fn read(&self) -> Result<XdpCounters, XdpError> {
-        let counter = |index: u32| -> Result<PacketCounter, XdpError> {
+        let mut counters = XdpCounters::default();
+        for index in STATS_INDICES {
             let per_cpu = self.0.get(&index, 0).map_err(|cause| XdpError::Map { name: XDP_STATS, cause })?;
-            Ok(sum(&per_cpu))
-        };
-        let total = counter(STATS_TOTAL)?;
-        Ok(XdpCounters {
-            total: total.packets,
-            ipv4: counter(STATS_IPV4)?.packets,
-            ipv6: counter(STATS_IPV6)?.packets,
-            tcp: counter(STATS_TCP)?.packets,
-            other: counter(STATS_OTHER)?.packets,
-            unparsed: counter(STATS_UNPARSED)?.packets,
-            total_bytes: total.bytes,
-        })
+            let total = sum(&per_cpu);
+            counters.packets[index as usize] = total.packets;
+            counters.bytes[index as usize] = total.bytes;
+        }
+        Ok(counters)
     }
 }
 
@@ -76,5 +92,15 @@ mod tests {
             PacketCounter { packets: 3, bytes: 200 },
         ];
         assert_eq!(sum(&slots), PacketCounter { packets: 5, bytes: 320 });
+    }
+
+    #[test]
+    fn names_follow_the_index_layout() {
+        let mut counters = XdpCounters::default();
+        counters.packets[router_common::stats::STATS_NAT as usize] = 7;
+        let nat = counters.named().find(|(name, _, _)| *name == "nat").expect("nat counter");
+        assert_eq!(nat.1, 7);
+        assert_eq!(counters.get(router_common::stats::STATS_NAT), 7);
+        assert_eq!(counters.get(99), 0);
     }
 }

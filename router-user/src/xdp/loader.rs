@@ -1,6 +1,7 @@
-//! Loading and attaching `xdp_front`: refuse when the interface already has an XDP program or the
-//! pin dir belongs to a live router, then load the embedded object, attach in the requested mode,
-//! and pin the maps as `<pin_dir>/<MAP_NAME>`.
+//! Loading and attaching the XDP front: refuse when the interface already has an XDP program or the
+//! pin dir belongs to a live router, then load the embedded object (conntrack sized from the
+//! options), attach `xdp_front` in the requested mode and `nat_reverse` on TC egress, and pin
+//! every map as `<pin_dir>/<MAP_NAME>`.
 
 use std::{
     ffi::CString,
@@ -8,17 +9,18 @@ use std::{
 };
 
 use aya::{
-    maps::MapData,
-    programs::{self, xdp::XdpLinkId, ProgramError, Xdp},
-    Ebpf,
+    maps::{Map, MapData},
+    programs::{self, tc::SchedClassifierLinkId, xdp::XdpLinkId, ProgramError, SchedClassifier, TcAttachType, Xdp},
+    Ebpf, EbpfLoader,
 };
-use router_common::maps::{PINNED_MAPS, XDP_STATS};
+use router_common::maps::{CONNTRACK, CONNTRACK_REV, PINNED_MAPS, XDP_STATS};
 
 use super::{
     bpffs::{self, PinDir},
     counters::StatsMap,
+    maps::NatMaps,
     netlink,
-    object::{OBJECT, PROGRAM},
+    object::{OBJECT, PROGRAM, TC_PROGRAM},
     XdpError, XdpMode, XdpOptions,
 };
 
@@ -36,7 +38,10 @@ pub(crate) struct Attached {
     /// Kernel id of the loaded `xdp_front`.
     pub prog_id: u32,
     pub mode: &'static str,
+    /// The `nat_reverse` TC egress link.
+    pub tc_link: SchedClassifierLinkId,
     pub stats: StatsMap,
+    pub nat: NatMaps,
     pub pins: PinDir,
 }
 
@@ -56,19 +61,50 @@ fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result
     let iface = opts.iface.as_str();
     clear_stale_pins(iface, &pins)?;
 
-    let mut ebpf = Ebpf::load(OBJECT).map_err(XdpError::Object)?;
+    let mut ebpf = load(opts.conntrack_size)?;
     let program = xdp_program(&mut ebpf)?;
-    program.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
+    let tc_link = tc_program(&mut ebpf)?.attach(iface, TcAttachType::Egress).map_err(|cause| XdpError::Attach {
+        iface: iface.to_owned(),
+        mode: "tc egress",
+        cause,
+    })?;
 
     // Pin after attaching: a pin under the pin dir means "attached and counting".
-    let map = ebpf.take_map(XDP_STATS).ok_or(XdpError::Missing { kind: "map", name: XDP_STATS })?;
-    let path = pins.pin_path(XDP_STATS);
-    map.pin(&path).map_err(|cause| XdpError::Pin { path: path.clone(), cause })?;
-    pins.record_pin(path);
-    let stats = StatsMap::new(map)?;
-    Ok(Attached { ebpf, link, if_index, prog_id, mode, stats, pins })
+    let mut maps: Vec<(&'static str, Map)> = Vec::new();
+    for &name in PINNED_MAPS {
+        let map = ebpf.take_map(name).ok_or(XdpError::Missing { kind: "map", name })?;
+        let path = pins.pin_path(name);
+        map.pin(&path).map_err(|cause| XdpError::Pin { path: path.clone(), cause })?;
+        pins.record_pin(path);
+        maps.push((name, map));
+    }
+    let mut take = |name: &'static str| {
+        let at = maps.iter().position(|(n, _)| *n == name).ok_or(XdpError::Missing { kind: "map", name })?;
+        Ok(maps.swap_remove(at).1)
+    };
+    let stats = StatsMap::new(take(XDP_STATS)?)?;
+    let nat = NatMaps::new(take)?;
+    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, pins })
+}
+
+/// Loads the embedded object with both conntrack maps sized `conntrack_size`, and both programs
+/// into the kernel (the verifier runs here); attaches nothing.
+pub(crate) fn load(conntrack_size: u32) -> Result<Ebpf, XdpError> {
+    let mut ebpf = EbpfLoader::new()
+        .map_max_entries(CONNTRACK, conntrack_size)
+        .map_max_entries(CONNTRACK_REV, conntrack_size)
+        .load(OBJECT)
+        .map_err(XdpError::Object)?;
+    xdp_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
+    tc_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })?;
+    Ok(ebpf)
+}
+
+pub(crate) fn tc_program(ebpf: &mut Ebpf) -> Result<&mut SchedClassifier, XdpError> {
+    let program = ebpf.program_mut(TC_PROGRAM).ok_or(XdpError::Missing { kind: "program", name: TC_PROGRAM })?;
+    program.try_into().map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })
 }
 
 pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
@@ -156,6 +192,16 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramEr
 /// should see the interface free when this returns.
 pub(crate) fn detach(ebpf: &mut Ebpf, link: XdpLinkId, if_index: u32, prog_id: u32) -> Result<(), XdpError> {
     xdp_program(ebpf)?.detach(link).map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
+    wait_detached(if_index, prog_id);
+    Ok(())
+}
+
+/// Detaches `nat_reverse` from TC egress (closing its tcx link).
+pub(crate) fn detach_tc(ebpf: &mut Ebpf, link: SchedClassifierLinkId) -> Result<(), XdpError> {
+    tc_program(ebpf)?.detach(link).map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })
+}
+
+fn wait_detached(if_index: u32, prog_id: u32) {
     let deadline = Instant::now() + DETACH_WAIT;
     loop {
         let still_attached = match netlink::xdp_attachments(if_index) {
@@ -164,11 +210,11 @@ pub(crate) fn detach(ebpf: &mut Ebpf, link: XdpLinkId, if_index: u32, prog_id: u
             Err(_) => false,
         };
         if !still_attached {
-            return Ok(());
+            return;
         }
         if Instant::now() >= deadline {
             tracing::warn!(if_index, prog_id, "XDP program still listed on the interface after detach");
-            return Ok(());
+            return;
         }
         std::thread::sleep(DETACH_POLL);
     }

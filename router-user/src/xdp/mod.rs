@@ -1,28 +1,60 @@
-//! The XDP front's loader: attaches `xdp_front` (built from `router-ebpf`, embedded in this binary)
-//! to one interface, pins its maps under a bpffs directory, reads its counters, and detaches and
-//! unpins on drop.
+//! The XDP front's loader and control plane: attaches `xdp_front` (built from `router-ebpf`,
+//! embedded in this binary) to one interface and `nat_reverse` to its TC egress hook, pins their
+//! maps under a bpffs directory, keeps the nodePort maps in step with the router's own Service
+//! ([`sync`]), reads counters and fill levels ([`status`]), and detaches and unpins on drop.
 //!
-//! Pins: `<pin_dir>/XDP_STATS` (the per-CPU counter array, see `router_common::stats`), created
-//! after the program is attached, so its presence means "attached and counting". The XDP link
-//! itself is not pinned: if the router dies, the kernel detaches the program with the process.
-//! Pins left by such a router are recognised as stale (no live program uses the map) and removed
-//! on the next attach.
+//! Pins: `<pin_dir>/<MAP>` for every map in `router_common::maps::PINNED_MAPS` (`XDP_STATS`,
+//! `NODE_ADDRS`, `NODE_PORTS`, `EP_SLOTS`, `CONNTRACK`, `CONNTRACK_REV`), created after both
+//! programs are attached, so their presence means "attached and counting". The links themselves
+//! are not pinned: if the router dies, the kernel detaches both programs with the process. Pins
+//! left by such a router are recognised as stale (no live program uses the map) and removed on
+//! the next attach.
+//!
+//! Room for the next steps: the passthrough flow table and the splice SOCKHASH are one more
+//! `PINNED_MAPS` entry each (pinned, cleared and reported like the others), and their programs
+//! one more `load`/attach step in `loader`; `NodePort::flags` is reserved for them.
+//!
+//! Inspecting a running router's maps with bpftool (pin dir `/sys/fs/bpf/router` by default):
+//!
+//! ```text
+//! bpftool map dump pinned /sys/fs/bpf/router/XDP_STATS      # per-CPU counters (index layout: router_common::stats)
+//! bpftool map dump pinned /sys/fs/bpf/router/NODE_ADDRS     # node addresses the nodePorts answer on
+//! bpftool map dump pinned /sys/fs/bpf/router/NODE_PORTS     # nodePort/family -> local endpoint count
+//! bpftool map dump pinned /sys/fs/bpf/router/EP_SLOTS       # Maglev slots -> endpoint
+//! bpftool map dump pinned /sys/fs/bpf/router/CONNTRACK      # client -> nodePort flows and their endpoint
+//! bpftool map dump pinned /sys/fs/bpf/router/CONNTRACK_REV  # endpoint -> client replies and their nodePort address
+//! bpftool map show pinned /sys/fs/bpf/router/CONNTRACK      # type, key/value sizes, max_entries, BTF id
+//! bpftool net show dev <iface>                              # xdp_front (mode) and nat_reverse (tcx egress)
+//! router xdp status [--bpf-pin-dir DIR] [--json]            # attach mode, summed counters, fill levels
+//! ```
 
+mod addrs;
 mod bpffs;
 mod counters;
 mod error;
 mod loader;
+mod maglev;
+mod maps;
 mod netlink;
 mod object;
 #[cfg(test)]
 mod packet_tests;
+pub mod service;
+pub mod status;
+pub mod sync;
 
-use std::path::PathBuf;
+use std::{path::PathBuf, sync::Mutex};
 
-use aya::{programs::xdp::XdpLinkId, Ebpf};
+use aya::{
+    programs::{tc::SchedClassifierLinkId, xdp::XdpLinkId},
+    Ebpf,
+};
 
 pub use counters::XdpCounters;
 pub use error::XdpError;
+pub use maps::MapFill;
+pub use service::{LocalService, RouterServiceName};
+pub use sync::{Desired, GcReport, SyncOptions, SyncReport};
 
 /// How to attach the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -36,6 +68,9 @@ pub enum XdpMode {
     Skb,
 }
 
+/// Default `max_entries` of each conntrack map.
+pub const DEFAULT_CONNTRACK_SIZE: u32 = router_common::maps::CONNTRACK_DEFAULT_MAX;
+
 /// Where and how to attach.
 #[derive(Clone, Debug)]
 pub struct XdpOptions {
@@ -45,22 +80,27 @@ pub struct XdpOptions {
     /// A directory on bpffs (normally under `/sys/fs/bpf`) for this router's pins; created when
     /// missing and removed on drop if this router created it.
     pub pin_dir: PathBuf,
+    /// `max_entries` of `CONNTRACK` and of `CONNTRACK_REV` (LRU: the least recently used flows are
+    /// evicted when full).
+    pub conntrack_size: u32,
 }
 
-/// The attached XDP front. Dropping it detaches the program and removes the pins (and the pin
+/// The attached XDP front. Dropping it detaches both programs and removes the pins (and the pin
 /// dir, if it created it).
 ///
-/// Field order is drop order: after `drop` detaches, the stats map fd closes, `pins` unpins, and the
-/// `Ebpf` (the program) goes last.
+/// Field order is drop order: after `drop` detaches, the map fds close, `pins` unpins, and the
+/// `Ebpf` (the programs) goes last.
 pub struct XdpFront {
     iface: String,
     if_index: u32,
     prog_id: u32,
     mode: &'static str,
     link: Option<XdpLinkId>,
+    tc_link: Option<SchedClassifierLinkId>,
     stats: counters::StatsMap,
+    nat: Mutex<maps::NatMaps>,
     pins: bpffs::PinDir,
-    /// Owns the loaded program; dropped last.
+    /// Owns the loaded programs; dropped last.
     ebpf: Ebpf,
 }
 
@@ -69,15 +109,27 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached { ebpf, link, if_index, prog_id, mode, stats, pins } = loader::attach(opts)?;
+        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, pins } = loader::attach(opts)?;
         tracing::info!(
             iface = %opts.iface,
             mode,
             prog_id,
+            conntrack_size = opts.conntrack_size,
             pin_dir = %pins.path().display(),
-            "XDP front attached"
+            "XDP front attached (xdp_front on ingress, nat_reverse on tc egress)"
         );
-        Ok(XdpFront { iface: opts.iface.clone(), if_index, prog_id, mode, link: Some(link), stats, pins, ebpf })
+        Ok(XdpFront {
+            iface: opts.iface.clone(),
+            if_index,
+            prog_id,
+            mode,
+            link: Some(link),
+            tc_link: Some(tc_link),
+            stats,
+            nat: Mutex::new(nat),
+            pins,
+            ebpf,
+        })
     }
 
     /// The mode the program runs in: `"driver"` or `"skb"`.
@@ -85,9 +137,37 @@ impl XdpFront {
         self.mode
     }
 
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    pub fn if_index(&self) -> u32 {
+        self.if_index
+    }
+
     /// The counters since attach, summed over CPUs.
     pub fn counters(&self) -> Result<XdpCounters, XdpError> {
         self.stats.read()
+    }
+
+    /// Entries and capacity of the nodePort and conntrack maps.
+    pub fn fill(&self) -> Result<Vec<MapFill>, XdpError> {
+        self.nat_maps().fill()
+    }
+
+    /// Writes the differences between `desired` and the maps' contents (see [`sync`]).
+    pub fn apply(&self, desired: &Desired) -> Result<SyncReport, XdpError> {
+        self.nat_maps().apply(desired)
+    }
+
+    /// Deletes expired conntrack entries; `now_ns` is CLOCK_MONOTONIC (see [`sync`]).
+    pub fn collect_garbage(&self, desired: &Desired, now_ns: u64, options: &SyncOptions) -> Result<GcReport, XdpError> {
+        self.nat_maps().collect_garbage(desired, now_ns, options)
+    }
+
+    fn nat_maps(&self) -> std::sync::MutexGuard<'_, maps::NatMaps> {
+        // A panic while holding the lock leaves the maps as consistent as the kernel has them.
+        self.nat.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -96,6 +176,11 @@ impl Drop for XdpFront {
         if let Some(link) = self.link.take() {
             if let Err(err) = loader::detach(&mut self.ebpf, link, self.if_index, self.prog_id) {
                 tracing::warn!(iface = %self.iface, %err, "detaching the XDP front");
+            }
+        }
+        if let Some(link) = self.tc_link.take() {
+            if let Err(err) = loader::detach_tc(&mut self.ebpf, link) {
+                tracing::warn!(iface = %self.iface, %err, "detaching nat_reverse from tc egress");
             }
         }
         tracing::info!(iface = %self.iface, mode = self.mode, "XDP front detached; unpinning");

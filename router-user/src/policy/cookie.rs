@@ -1,0 +1,92 @@
+//! Sticky-session cookies as the OpenShift router inserts them: `insert indirect nocache httponly`, named by
+//! `router.openshift.io/cookie_name`, else `ROUTER_COOKIE_NAME`, else a hash of the route; the value is a
+//! hash of the endpoint's server id.
+
+use md5::{Digest, Md5};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SameSite {
+    Lax,
+    Strict,
+    None,
+}
+
+impl SameSite {
+    pub fn parse(value: &str) -> Option<SameSite> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "lax" => Some(SameSite::Lax),
+            "strict" => Some(SameSite::Strict),
+            "none" => Some(SameSite::None),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SameSite::Lax => "Lax",
+            SameSite::Strict => "Strict",
+            SameSite::None => "None",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CookiePolicy {
+    pub name: String,
+    /// Set on routes that terminate TLS unless their insecure policy is Allow.
+    pub secure: bool,
+    pub same_site: Option<SameSite>,
+}
+
+impl CookiePolicy {
+    /// The `Set-Cookie` value that pins a client to the endpoint whose cookie value is `value`.
+    pub fn set_cookie(&self, value: &str) -> String {
+        let mut cookie = format!("{}={value}; path=/; HttpOnly", self.name);
+        if self.secure {
+            cookie.push_str("; Secure");
+        }
+        if let Some(same_site) = self.same_site {
+            // Browsers drop SameSite=None cookies that are not Secure.
+            if same_site != SameSite::None || self.secure {
+                cookie.push_str("; SameSite=");
+                cookie.push_str(same_site.name());
+            }
+        }
+        cookie
+    }
+}
+
+/// Lowercase hex MD5, the OpenShift router's hash for cookie names and values.
+pub fn md5_hex(input: &str) -> String {
+    let digest = Md5::digest(input.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `[a-zA-Z0-9_-]+`, the names `router.openshift.io/cookie_name` accepts.
+pub fn valid_cookie_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_cookie_attributes() {
+        let plain = CookiePolicy { name: "sticky".into(), secure: false, same_site: None };
+        assert_eq!(plain.set_cookie("abc"), "sticky=abc; path=/; HttpOnly");
+        let tls = CookiePolicy { name: "s".into(), secure: true, same_site: Some(SameSite::None) };
+        assert_eq!(tls.set_cookie("v"), "s=v; path=/; HttpOnly; Secure; SameSite=None");
+        let lax = CookiePolicy { name: "s".into(), secure: false, same_site: Some(SameSite::Lax) };
+        assert_eq!(lax.set_cookie("v"), "s=v; path=/; HttpOnly; SameSite=Lax");
+    }
+
+    #[test]
+    fn md5_hex_matches_known_digests() {
+        assert_eq!(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
+        assert!(valid_cookie_name("my_cookie-1"));
+        assert!(!valid_cookie_name("bad cookie"));
+        assert!(!valid_cookie_name(""));
+    }
+}

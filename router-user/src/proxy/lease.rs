@@ -1,0 +1,77 @@
+//! An endpoint in use by one request: counted in flight (least-connections, random's second draw) and
+//! holding a `pod-concurrent-connections` slot, from the pick until the response body is finished.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+use crate::table::{Backend, Endpoint};
+
+pub struct EndpointLease {
+    backend: Arc<Backend>,
+    index: usize,
+}
+
+impl EndpointLease {
+    /// Takes endpoint `index` of `backend`, or `None` when its slots are all in use.
+    pub fn take(backend: &Arc<Backend>, index: usize) -> Option<EndpointLease> {
+        let endpoint = &backend.endpoints[index];
+        if let Some(slots) = &endpoint.slots {
+            if !slots.try_take() {
+                return None;
+            }
+        }
+        endpoint.in_flight.enter();
+        Some(EndpointLease { backend: backend.clone(), index })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.backend.endpoints[self.index]
+    }
+
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl Drop for EndpointLease {
+    fn drop(&mut self) {
+        let endpoint = &self.backend.endpoints[self.index];
+        endpoint.in_flight.leave();
+        if let Some(slots) = &endpoint.slots {
+            slots.release();
+        }
+    }
+}
+
+/// A pod's response body that keeps the endpoint leased until it is fully sent or dropped.
+pub struct LeasedBody {
+    inner: Incoming,
+    _lease: Option<EndpointLease>,
+}
+
+impl LeasedBody {
+    pub fn new(inner: Incoming, lease: Option<EndpointLease>) -> Self {
+        Self { inner, _lease: lease }
+    }
+}
+
+impl Body for LeasedBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,158 @@
+//! The Kubernetes source: reflectors on Routes, Services, EndpointSlices (v1, or v1beta1 on servers before
+//! 1.21) or core Endpoints (`ROUTER_WATCH_ENDPOINTS`), Namespaces, TLS Secrets and Ingresses; the whole state
+//! is sent to the publisher as one `SourceUpdate` after the initial sync and after each burst of changes, and
+//! route status is written from each published table.
+//!
+//! - `client`: the client, from a kubeconfig or the pod's service account.
+//! - `preflight`: which EndpointSlice version is served; RBAC denial reported at start.
+//! - `reflect`: one list+watch reflector per resource, with backoff, signalling changes.
+//! - `stores`: the reflector stores and the `Snapshot` built from them.
+//! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
+//! - `ingress`: Ingress objects as routes.
+//! - `batch`: coalescing changes into snapshots.
+//! - `status`: writing this router's `status.ingress[]` entry.
+
+mod batch;
+mod client;
+mod endpointslice_v1beta1;
+mod error;
+mod ingress;
+mod preflight;
+mod reflect;
+mod status;
+mod stores;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+use tracing::info;
+
+pub use endpointslice_v1beta1::EndpointSliceV1beta1;
+pub use error::KubeError;
+pub use ingress::{ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
+pub use status::desired_entry;
+
+use self::reflect::reflect;
+use self::stores::{route_relevance, SliceStore, Stores};
+use crate::metrics::Metrics;
+use crate::model::Route;
+use crate::source::SourceUpdate;
+use crate::table::RouteTable;
+
+/// How the Kubernetes source connects and behaves.
+#[derive(Clone, Debug)]
+pub struct KubeOptions {
+    /// A kubeconfig file; `None` uses the pod's service account.
+    pub kubeconfig: Option<PathBuf>,
+    /// `RELOAD_INTERVAL`: the longest a burst of changes is batched before a rebuild.
+    pub reload_interval: Duration,
+    /// `ROUTER_WATCH_ENDPOINTS`: core Endpoints instead of EndpointSlices.
+    pub watch_endpoints: bool,
+    /// `ROUTER_UPDATE_STATUS`.
+    pub update_status: bool,
+    /// `ROUTER_SERVICE_NAME`: this router's name in route status.
+    pub router_name: String,
+    /// `ROUTER_CANONICAL_HOSTNAME`.
+    pub canonical_hostname: Option<String>,
+}
+
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Starts reflectors that share one client, one change signal and the metrics, and collects their futures.
+struct Reflectors {
+    client: Client,
+    changes: Arc<Notify>,
+    metrics: Arc<Metrics>,
+    tasks: Vec<Task>,
+}
+
+impl Reflectors {
+    fn watch<K>(
+        &mut self,
+        resource: &'static str,
+        config: watcher::Config,
+        relevance: Option<reflect::Relevance<K>>,
+    ) -> Store<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let api = Api::<K>::all(self.client.clone());
+        let (store, task) = reflect(api, config, resource, relevance, self.changes.clone(), self.metrics.clone());
+        self.tasks.push(Box::pin(task));
+        store
+    }
+}
+
+/// Connects, checks access, and starts the reflectors, the batcher and the status writer in one task (aborting
+/// it stops them all). Snapshots go to `updates`; status is written from the tables published on `tables`.
+pub async fn start(
+    options: &KubeOptions,
+    updates: mpsc::Sender<SourceUpdate>,
+    tables: watch::Receiver<Arc<RouteTable>>,
+    metrics: Arc<Metrics>,
+) -> Result<JoinHandle<()>, KubeError> {
+    let client = client::connect(options.kubeconfig.as_deref()).await?;
+    let slices_v1 = preflight::check(&client, options.watch_endpoints).await?;
+    let changes = Arc::new(Notify::new());
+    let mut reflectors =
+        Reflectors { client: client.clone(), changes: changes.clone(), metrics: metrics.clone(), tasks: Vec::new() };
+    let all = watcher::Config::default;
+    let routes = reflectors.watch::<Route>("routes", all(), Some(route_relevance));
+    let services = reflectors.watch::<Service>("services", all(), None);
+    let slices = match (options.watch_endpoints, slices_v1) {
+        (true, _) => SliceStore::Off,
+        (false, true) => SliceStore::V1(reflectors.watch::<EndpointSlice>("endpointslices", all(), None)),
+        (false, false) => SliceStore::V1beta1(reflectors.watch::<EndpointSliceV1beta1>("endpointslices", all(), None)),
+    };
+    let endpoints = options.watch_endpoints.then(|| reflectors.watch::<Endpoints>("endpoints", all(), None));
+    let namespaces = reflectors.watch::<Namespace>("namespaces", all(), None);
+    let secrets = reflectors.watch::<Secret>("secrets", all().fields("type=kubernetes.io/tls"), None);
+    let ingresses = reflectors.watch::<Ingress>("ingresses", all(), None);
+    let mut tasks = reflectors.tasks;
+
+    let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, ingresses };
+    if options.update_status {
+        let writer = status::StatusWriter {
+            client: client.clone(),
+            routes: stores.routes.clone(),
+            router_name: options.router_name.clone(),
+            canonical_hostname: options.canonical_hostname.clone(),
+            metrics: metrics.clone(),
+            written: Default::default(),
+        };
+        tasks.push(Box::pin(writer.run(tables)));
+    }
+    tasks.push(Box::pin(batch::run(stores, changes, options.reload_interval, updates)));
+    let endpoints_api = match (options.watch_endpoints, slices_v1) {
+        (true, _) => "core/v1 Endpoints",
+        (false, true) => "EndpointSlice v1",
+        (false, false) => "EndpointSlice v1beta1",
+    };
+    info!(
+        endpoints = endpoints_api,
+        status = options.update_status,
+        router_name = %options.router_name,
+        "Kubernetes source started"
+    );
+    Ok(tokio::spawn(async move {
+        futures_util::future::join_all(tasks).await;
+    }))
+}
+
+/// A client for `kubeconfig` (tests and tools use it to talk to the same server as the router).
+pub async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<Client, KubeError> {
+    client::connect(kubeconfig).await
+}

@@ -1,0 +1,56 @@
+//! Checks made once at start, so a misconfigured router fails with a clear message instead of retrying
+//! forever: every watched resource can be listed (RBAC denial is named with the resource), the Route CRD is
+//! installed, and which EndpointSlice version the server serves.
+
+use std::fmt::Debug;
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::ListParams;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::endpointslice_v1beta1::EndpointSliceV1beta1;
+use super::KubeError;
+use crate::model::Route;
+
+/// Checks access; returns whether `discovery.k8s.io/v1` EndpointSlices are served.
+pub async fn check(client: &Client, watch_endpoints: bool) -> Result<bool, KubeError> {
+    can_list::<Route>(client).await?;
+    can_list::<Service>(client).await?;
+    can_list::<Namespace>(client).await?;
+    can_list::<Secret>(client).await?;
+    can_list::<Ingress>(client).await?;
+    let slices_v1 = serves_endpointslice_v1(client).await?;
+    if watch_endpoints {
+        can_list::<Endpoints>(client).await?;
+    } else if slices_v1 {
+        can_list::<k8s_openapi::api::discovery::v1::EndpointSlice>(client).await?;
+    } else {
+        can_list::<EndpointSliceV1beta1>(client).await?;
+    }
+    Ok(slices_v1)
+}
+
+async fn can_list<K>(client: &Client) -> Result<(), KubeError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let resource = format!("{}.{}", K::plural(&()), K::api_version(&()));
+    match Api::<K>::all(client.clone()).list_metadata(&ListParams::default().limit(1)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_forbidden() => {
+            Err(KubeError::Forbidden { verb: "list", resource, message: status.message })
+        }
+        Err(kube::Error::Api(status)) if status.is_not_found() => Err(KubeError::MissingCrd { resource }),
+        Err(source) => Err(KubeError::Preflight { verb: "list", resource, source }),
+    }
+}
+
+async fn serves_endpointslice_v1(client: &Client) -> Result<bool, KubeError> {
+    match client.list_api_group_resources("discovery.k8s.io/v1").await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == "endpointslices")),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
+        Err(source) => Err(KubeError::Preflight { verb: "discover", resource: "discovery.k8s.io/v1".into(), source }),
+    }
+}

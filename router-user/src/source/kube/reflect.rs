@@ -1,0 +1,91 @@
+//! One reflector per resource: list and watch with backoff into a `Store`, `managedFields` stripped, and a
+//! signal on every change that can alter the table. A failed watch relists (a 410 Gone included); while the
+//! apiserver is away the store keeps its last contents, so the table built from it keeps serving.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use crate::metrics::{Metrics, ResourceLabels};
+
+/// What about an object matters to the table: when an update leaves it unchanged (a status write, say), no
+/// rebuild is signalled. `None` means every update matters.
+pub type Relevance<K> = fn(&K) -> String;
+
+/// A reflector for `api` and the future that drives it; the store fills once the future runs.
+pub fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    resource: &'static str,
+    relevance: Option<Relevance<K>>,
+    changes: Arc<Notify>,
+    metrics: Arc<Metrics>,
+) -> (Store<K>, impl Future<Output = ()> + Send)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(|object: &mut K| object.managed_fields_mut().clear())
+        .reflect(writer);
+    let drive = async move {
+        let mut seen: HashMap<(String, String), String> = HashMap::new();
+        let mut failing = false;
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    metrics.kube_watch_errors.get_or_create(&ResourceLabels { resource }).inc();
+                    if !failing {
+                        warn!(resource, %error, "watch failed; the last state stays live, retrying with backoff");
+                    }
+                    failing = true;
+                    continue;
+                }
+            };
+            if std::mem::take(&mut failing) {
+                info!(resource, "watch resumed");
+            }
+            let changed = match (&event, relevance) {
+                (watcher::Event::Init, _) => {
+                    seen.clear();
+                    false
+                }
+                (watcher::Event::InitApply(object), Some(relevance)) => {
+                    seen.insert(key(object), relevance(object));
+                    false
+                }
+                (watcher::Event::InitApply(_), None) => false,
+                (watcher::Event::InitDone, _) => true,
+                (watcher::Event::Apply(object), Some(relevance)) => {
+                    let now = relevance(object);
+                    seen.insert(key(object), now.clone()) != Some(now)
+                }
+                (watcher::Event::Apply(_), None) => true,
+                (watcher::Event::Delete(object), _) => {
+                    seen.remove(&key(object));
+                    true
+                }
+            };
+            if changed {
+                changes.notify_one();
+            }
+        }
+    };
+    (reader, drive)
+}
+
+fn key<K: Resource>(object: &K) -> (String, String) {
+    (object.namespace().unwrap_or_default(), object.name_any())
+}

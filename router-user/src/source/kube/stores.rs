@@ -1,0 +1,95 @@
+//! The reflector stores of every watched resource, and the whole-state `Snapshot` built from them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+
+use super::endpointslice_v1beta1::EndpointSliceV1beta1;
+use super::ingress::ingress_routes;
+use crate::model::{ObjectKey, Route, Snapshot};
+
+/// Which EndpointSlice API the server serves, or none when core Endpoints are watched instead.
+#[derive(Clone)]
+pub enum SliceStore {
+    V1(Store<EndpointSlice>),
+    V1beta1(Store<EndpointSliceV1beta1>),
+    Off,
+}
+
+#[derive(Clone)]
+pub struct Stores {
+    pub routes: Store<Route>,
+    pub services: Store<Service>,
+    pub slices: SliceStore,
+    /// Only with `ROUTER_WATCH_ENDPOINTS`.
+    pub endpoints: Option<Store<Endpoints>>,
+    pub namespaces: Store<Namespace>,
+    /// `kubernetes.io/tls` Secrets only.
+    pub secrets: Store<Secret>,
+    pub ingresses: Store<Ingress>,
+}
+
+impl Stores {
+    /// Waits until every reflector has finished its first list.
+    pub async fn wait_until_ready(&self) {
+        // An error here means the reflector was dropped, which only happens when the source stops.
+        let _ = self.routes.wait_until_ready().await;
+        let _ = self.services.wait_until_ready().await;
+        match &self.slices {
+            SliceStore::V1(store) => drop(store.wait_until_ready().await),
+            SliceStore::V1beta1(store) => drop(store.wait_until_ready().await),
+            SliceStore::Off => {}
+        }
+        if let Some(endpoints) = &self.endpoints {
+            let _ = endpoints.wait_until_ready().await;
+        }
+        let _ = self.namespaces.wait_until_ready().await;
+        let _ = self.secrets.wait_until_ready().await;
+        let _ = self.ingresses.wait_until_ready().await;
+    }
+
+    /// Everything the stores hold now, with Ingresses translated into routes (a real Route keeps its name).
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot {
+            routes: keyed(&self.routes),
+            services: keyed(&self.services),
+            endpoint_slices: match &self.slices {
+                SliceStore::V1(store) => keyed(store),
+                SliceStore::V1beta1(store) => store
+                    .state()
+                    .into_iter()
+                    .map(|slice| (object_key(slice.as_ref()), EndpointSliceV1beta1::clone(&slice).into_v1()))
+                    .collect(),
+                SliceStore::Off => BTreeMap::new(),
+            },
+            endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
+            namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), Namespace::clone(&ns))).collect(),
+            secrets: keyed(&self.secrets),
+        };
+        for ingress in self.ingresses.state() {
+            for (key, route) in ingress_routes(&ingress, &snapshot) {
+                snapshot.routes.entry(key).or_insert(route);
+            }
+        }
+        snapshot
+    }
+}
+
+fn keyed<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> BTreeMap<ObjectKey, K> {
+    store.state().into_iter().map(|object| (object_key(object.as_ref()), K::clone(&object))).collect()
+}
+
+fn object_key<K: Resource>(object: &K) -> ObjectKey {
+    ObjectKey::new(object.namespace().unwrap_or_default(), object.name_any())
+}
+
+/// The route store's fingerprint of what matters to the table: everything but status (status writes, ours and
+/// other routers', must not cause rebuilds).
+pub fn route_relevance(route: &Route) -> String {
+    let meta = route.meta();
+    format!("{:?}|{:?}|{:?}|{:?}", meta.uid, meta.labels, meta.annotations, route.spec)
+}

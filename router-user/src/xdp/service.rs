@@ -1,0 +1,409 @@
+//! The router's own Service as this node sees it: its http/https nodePorts, its
+//! healthCheckNodePort, and its ready endpoints on this node. Derived from the whole
+//! [`Snapshot`] (either source), so it is recomputed, never patched, on each update.
+//!
+//! Rules (facts of kube-proxy's `externalTrafficPolicy: Local` handling that matter here):
+//! - ports: the Service's TCP ports named `http`/`https`, or numbered 80/443, that have a nodePort;
+//! - endpoints: from the EndpointSlices labelled `kubernetes.io/service-name: <name>` in the
+//!   Service's namespace (core `Endpoints` when there is no slice); ready (an absent condition
+//!   means ready); on this node (`nodeName == NODE_NAME`; an endpoint without a nodeName is not
+//!   local); the endpoint port is the slice port with the Service port's name;
+//! - families: the Service's `ipFamilies`, or when absent the families of its endpoint addresses
+//!   (IPv4 when it has none);
+//! - the health check's local endpoint count is the largest number of distinct local addresses of
+//!   one family (a dual-stack pod counts once).
+
+use std::{
+    collections::BTreeSet,
+    net::{IpAddr, SocketAddr},
+    str::FromStr,
+};
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use tokio::sync::watch;
+
+use crate::model::{ObjectKey, Snapshot};
+
+/// The label an EndpointSlice carries naming its Service.
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// `--router-service NAMESPACE/NAME`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouterServiceName(pub ObjectKey);
+
+impl FromStr for RouterServiceName {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.split_once('/') {
+            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Ok(RouterServiceName(ObjectKey::new(namespace, name)))
+            }
+            _ => Err(format!("expected NAMESPACE/NAME, got {text:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for RouterServiceName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// An address family of the Service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    pub fn of(ip: &IpAddr) -> Family {
+        if ip.is_ipv4() {
+            Family::V4
+        } else {
+            Family::V6
+        }
+    }
+}
+
+/// One of the router Service's nodePorts and where it goes on this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePortSpec {
+    /// The Service port's name (`http`, `https`, or empty).
+    pub name: String,
+    pub node_port: u16,
+    /// Ready local endpoints (address and endpoint port), every family.
+    pub endpoints: BTreeSet<SocketAddr>,
+}
+
+/// Re-derives the router Service's local view from every snapshot `snapshots` sees and publishes
+/// it on `out` when it changed. Runs until `snapshots`' sender or every receiver of `out` is gone.
+pub async fn follow(
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    service: ObjectKey,
+    node_name: String,
+    out: watch::Sender<Option<LocalService>>,
+) {
+    loop {
+        let snapshot = snapshots.borrow_and_update().clone();
+        let local = LocalService::derive(&snapshot, &service, &node_name);
+        out.send_if_modified(|current| {
+            if current.as_ref() == Some(&local) {
+                return false;
+            }
+            tracing::info!(
+                service = %local.service,
+                node = %node_name,
+                found = local.found,
+                node_ports = ?local.node_ports.iter().map(|p| p.node_port).collect::<Vec<_>>(),
+                health_check_node_port = ?local.health_check_node_port,
+                local_endpoints = local.local_endpoint_count(),
+                "router service changed"
+            );
+            *current = Some(local);
+            true
+        });
+        if out.is_closed() || snapshots.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// This node's name: `configured` (`NODE_NAME`), else the host name (the kubelet's default).
+pub fn node_name_or_hostname(configured: Option<&str>) -> String {
+    if let Some(name) = configured.filter(|n| !n.is_empty()) {
+        return name.to_owned();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its whole length, which is what is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    if rc != 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The router's own Service as seen from this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalService {
+    pub service: ObjectKey,
+    /// The Service is in the snapshot (when not, everything below is empty).
+    pub found: bool,
+    pub families: BTreeSet<Family>,
+    pub node_ports: Vec<NodePortSpec>,
+    pub health_check_node_port: Option<u16>,
+    /// Distinct ready local endpoint addresses, every port and family.
+    pub local_addresses: BTreeSet<IpAddr>,
+}
+
+impl LocalService {
+    /// The health check's `localEndpoints`: distinct local addresses of the best-served family.
+    pub fn local_endpoint_count(&self) -> usize {
+        let v4 = self.local_addresses.iter().filter(|ip| ip.is_ipv4()).count();
+        v4.max(self.local_addresses.len() - v4)
+    }
+
+    /// Derives the view of `service` for node `node_name` from `snapshot`.
+    pub fn derive(snapshot: &Snapshot, service: &ObjectKey, node_name: &str) -> LocalService {
+        let mut local = LocalService {
+            service: service.clone(),
+            found: false,
+            families: BTreeSet::new(),
+            node_ports: Vec::new(),
+            health_check_node_port: None,
+            local_addresses: BTreeSet::new(),
+        };
+        let Some(svc) = snapshot.services.get(service) else {
+            return local;
+        };
+        local.found = true;
+        let spec = svc.spec.as_ref();
+        local.health_check_node_port =
+            spec.and_then(|s| s.health_check_node_port).and_then(|p| u16::try_from(p).ok()).filter(|&p| p != 0);
+        let endpoints = Endpoints::collect(snapshot, service);
+        for port in router_ports(svc) {
+            let Some(node_port) = port.node_port.and_then(|p| u16::try_from(p).ok()).filter(|&p| p != 0) else {
+                continue;
+            };
+            let name = port.name.clone().unwrap_or_default();
+            let local_endpoints: BTreeSet<SocketAddr> = endpoints
+                .all
+                .iter()
+                .filter(|e| e.ready && e.node.as_deref() == Some(node_name) && e.port_name == name)
+                .map(|e| e.addr)
+                .collect();
+            local.local_addresses.extend(local_endpoints.iter().map(SocketAddr::ip));
+            local.node_ports.push(NodePortSpec { name, node_port, endpoints: local_endpoints });
+        }
+        local.families = match spec.and_then(|s| s.ip_families.as_ref()) {
+            Some(families) => families
+                .iter()
+                .filter_map(|f| match f.as_str() {
+                    "IPv4" => Some(Family::V4),
+                    "IPv6" => Some(Family::V6),
+                    _ => None,
+                })
+                .collect(),
+            None => endpoints.all.iter().map(|e| Family::of(&e.addr.ip())).collect(),
+        };
+        if local.families.is_empty() {
+            local.families.insert(Family::V4);
+        }
+        local
+    }
+}
+
+/// The Service's TCP ports that carry http or https.
+fn router_ports(svc: &Service) -> impl Iterator<Item = &ServicePort> {
+    svc.spec.iter().flat_map(|spec| spec.ports.iter().flatten()).filter(|port| {
+        let tcp = port.protocol.as_deref().is_none_or(|p| p == "TCP");
+        let named = matches!(port.name.as_deref(), Some("http" | "https"));
+        tcp && (named || port.port == 80 || port.port == 443)
+    })
+}
+
+/// One endpoint address for one port of the Service.
+struct EndpointPort {
+    addr: SocketAddr,
+    port_name: String,
+    node: Option<String>,
+    ready: bool,
+}
+
+/// Every endpoint (ready or not, any node) of one Service.
+struct Endpoints {
+    all: Vec<EndpointPort>,
+}
+
+impl Endpoints {
+    fn collect(snapshot: &Snapshot, service: &ObjectKey) -> Endpoints {
+        let slices: Vec<&EndpointSlice> = snapshot
+            .endpoint_slices
+            .iter()
+            .filter(|(key, slice)| {
+                key.namespace == service.namespace
+                    && slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) == Some(&service.name)
+            })
+            .map(|(_, slice)| slice)
+            .collect();
+        let mut all = Vec::new();
+        if slices.is_empty() {
+            Self::from_core(snapshot, service, &mut all);
+        }
+        for slice in slices {
+            if slice.address_type == "FQDN" {
+                continue;
+            }
+            for port in slice.ports.iter().flatten() {
+                let (Some(number), true) = (port.port, port.protocol.as_deref().is_none_or(|p| p == "TCP")) else {
+                    continue;
+                };
+                let Ok(number) = u16::try_from(number) else { continue };
+                for endpoint in &slice.endpoints {
+                    let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
+                    for address in &endpoint.addresses {
+                        let Ok(ip) = address.parse::<IpAddr>() else { continue };
+                        all.push(EndpointPort {
+                            addr: SocketAddr::new(ip, number),
+                            port_name: port.name.clone().unwrap_or_default(),
+                            node: endpoint.node_name.clone(),
+                            ready,
+                        });
+                    }
+                }
+            }
+        }
+        Endpoints { all }
+    }
+
+    fn from_core(snapshot: &Snapshot, service: &ObjectKey, all: &mut Vec<EndpointPort>) {
+        let Some(endpoints) = snapshot.endpoints.get(service) else { return };
+        for subset in endpoints.subsets.iter().flatten() {
+            for port in subset.ports.iter().flatten() {
+                if port.protocol.as_deref().is_some_and(|p| p != "TCP") {
+                    continue;
+                }
+                let Ok(number) = u16::try_from(port.port) else { continue };
+                for address in subset.addresses.iter().flatten() {
+                    let Ok(ip) = address.ip.parse::<IpAddr>() else { continue };
+                    all.push(EndpointPort {
+                        addr: SocketAddr::new(ip, number),
+                        port_name: port.name.clone().unwrap_or_default(),
+                        node: address.node_name.clone(),
+                        ready: true,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(yaml: &str) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for doc in yaml.split("\n---\n") {
+            let value: serde_json::Value = serde_yaml::from_str(doc).expect("yaml");
+            let name = value["metadata"]["name"].as_str().expect("name").to_owned();
+            let namespace = value["metadata"]["namespace"].as_str().expect("namespace").to_owned();
+            let key = ObjectKey::new(namespace, name);
+            match value["kind"].as_str() {
+                Some("Service") => {
+                    snapshot.services.insert(key, serde_json::from_value(value).expect("service"));
+                }
+                Some("EndpointSlice") => {
+                    snapshot.endpoint_slices.insert(key, serde_json::from_value(value).expect("slice"));
+                }
+                Some("Endpoints") => {
+                    snapshot.endpoints.insert(key, serde_json::from_value(value).expect("endpoints"));
+                }
+                other => panic!("unexpected kind {other:?}"),
+            }
+        }
+        snapshot
+    }
+
+    const SERVICE: &str = "apiVersion: v1
+kind: Service
+metadata: {name: router-default, namespace: openshift-ingress}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  healthCheckNodePort: 32000
+  ports:
+  - {name: http, port: 80, targetPort: http, nodePort: 30080, protocol: TCP}
+  - {name: https, port: 443, targetPort: https, nodePort: 30443, protocol: TCP}
+  - {name: metrics, port: 1936, nodePort: 31936, protocol: TCP}";
+
+    const SLICE: &str = "apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: router-default-abc
+  namespace: openshift-ingress
+  labels: {kubernetes.io/service-name: router-default}
+addressType: IPv4
+ports: [{name: http, port: 80, protocol: TCP}, {name: https, port: 443, protocol: TCP}]
+endpoints:
+- {addresses: [10.0.0.2], nodeName: node-a}
+- {addresses: [10.0.0.3], nodeName: node-b}
+- {addresses: [10.0.0.4], nodeName: node-a, conditions: {ready: false}}";
+
+    fn key() -> ObjectKey {
+        ObjectKey::new("openshift-ingress", "router-default")
+    }
+
+    #[test]
+    fn local_ready_endpoints_per_node_port() {
+        let local = LocalService::derive(&snapshot(&format!("{SERVICE}\n---\n{SLICE}")), &key(), "node-a");
+        assert!(local.found);
+        assert_eq!(local.health_check_node_port, Some(32000));
+        let ports: Vec<(&str, u16, Vec<String>)> = local
+            .node_ports
+            .iter()
+            .map(|p| (p.name.as_str(), p.node_port, p.endpoints.iter().map(ToString::to_string).collect()))
+            .collect();
+        assert_eq!(
+            ports,
+            vec![("http", 30080, vec!["10.0.0.2:80".to_owned()]), ("https", 30443, vec!["10.0.0.2:443".to_owned()])]
+        );
+        assert_eq!(local.local_endpoint_count(), 1);
+        assert_eq!(local.families, BTreeSet::from([Family::V4]));
+    }
+
+    #[test]
+    fn another_node_has_no_local_endpoint() {
+        let local = LocalService::derive(&snapshot(&format!("{SERVICE}\n---\n{SLICE}")), &key(), "node-c");
+        assert_eq!(local.local_endpoint_count(), 0);
+        assert!(local.node_ports.iter().all(|p| p.endpoints.is_empty()));
+        assert_eq!(local.node_ports.len(), 2, "nodePorts stay known, with no endpoint");
+    }
+
+    #[test]
+    fn missing_service_is_not_found() {
+        let local = LocalService::derive(&snapshot(SLICE), &key(), "node-a");
+        assert!(!local.found);
+        assert!(local.node_ports.is_empty());
+        assert_eq!(local.health_check_node_port, None);
+    }
+
+    #[test]
+    fn core_endpoints_when_there_is_no_slice() {
+        let endpoints = "apiVersion: v1
+kind: Endpoints
+metadata: {name: router-default, namespace: openshift-ingress}
+subsets:
+- addresses: [{ip: 10.0.0.2, nodeName: node-a}, {ip: 10.0.0.3, nodeName: node-b}]
+  ports: [{name: http, port: 80}]";
+        let local = LocalService::derive(&snapshot(&format!("{SERVICE}\n---\n{endpoints}")), &key(), "node-a");
+        assert_eq!(local.node_ports[0].endpoints.len(), 1);
+        assert!(local.node_ports[1].endpoints.is_empty(), "https has no endpoint port");
+    }
+
+    #[test]
+    fn dual_stack_pod_counts_once() {
+        let v6 = SLICE
+            .replace("router-default-abc", "router-default-v6")
+            .replace("IPv4", "IPv6")
+            .replace("10.0.0.", "fd00::");
+        let svc = SERVICE.replace("  type: LoadBalancer", "  type: LoadBalancer\n  ipFamilies: [IPv4, IPv6]");
+        let local = LocalService::derive(&snapshot(&format!("{svc}\n---\n{SLICE}\n---\n{v6}")), &key(), "node-a");
+        assert_eq!(local.local_addresses.len(), 2);
+        assert_eq!(local.local_endpoint_count(), 1);
+        assert_eq!(local.families, BTreeSet::from([Family::V4, Family::V6]));
+    }
+
+    #[test]
+    fn service_name_parses() {
+        assert_eq!("ns/name".parse::<RouterServiceName>().map(|n| n.0), Ok(ObjectKey::new("ns", "name")));
+        assert!("ns".parse::<RouterServiceName>().is_err());
+        assert!("/name".parse::<RouterServiceName>().is_err());
+        assert!("a/b/c".parse::<RouterServiceName>().is_err());
+    }
+}

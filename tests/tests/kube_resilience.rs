@@ -1,0 +1,52 @@
+//! The apiserver going away: the router keeps serving its last table, counts the failed watches, and resyncs
+//! when the apiserver is back.
+
+use std::time::Duration;
+
+use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_crd_established};
+use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
+use router_tests::backend::TestBackend;
+use router_tests::client::{get, KeepAliveClient};
+use router_tests::{eventually, start_router_with};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after() {
+    let Some(mut plane) = ControlPlane::start().await else { return };
+    let client = plane.client().await;
+    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
+    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
+    wait_crd_established(&client).await;
+    let web = TestBackend::start("web").await;
+    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
+    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
+    apply_json(&client, route("app", "before", "before.example.com", "/", "web", &[])).await;
+
+    let router = start_router_with(plane.router_settings(Identity::Router)).await;
+    let mut kept = KeepAliveClient::connect(router.http_addr).await;
+    assert_eq!(kept.get("before.example.com", "/").await.backend(), "web");
+
+    plane.stop_apiserver();
+    let metrics = router.metrics.clone();
+    eventually("failed watches to be counted", Duration::from_secs(30), || {
+        let text = metrics.render();
+        async move {
+            text.lines().any(|l| l.starts_with("router_kube_watch_errors_total") && !l.ends_with(" 0")).then_some(())
+        }
+    })
+    .await;
+    assert_eq!(kept.get("before.example.com", "/").await.backend(), "web", "the last table keeps serving");
+    assert_eq!(get(router.http_addr, "before.example.com", "/").await.status, 200, "new connections too");
+    assert!(router.health.not_ready_reason().is_none(), "still ready: the table is intact");
+
+    plane.start_apiserver().await;
+    let client = plane.client().await;
+    apply_json(&client, route("app", "after", "after.example.com", "/", "web", &[])).await;
+    let addr = router.http_addr;
+    eventually("a route created after the restart to be served", Duration::from_secs(60), || async move {
+        (get(addr, "after.example.com", "/").await.status == 200).then_some(())
+    })
+    .await;
+    assert_eq!(kept.get("before.example.com", "/").await.backend(), "web");
+    assert!(kept.is_open());
+    router.shutdown().await;
+}

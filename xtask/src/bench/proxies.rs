@@ -1,0 +1,166 @@
+//! The two proxies under test, pinned to the proxy CPU: Debian's HAProxy with the generated OpenShift-style
+//! configuration (reloaded the way the OpenShift router does: a new process takes the listening sockets over the
+//! stats socket, `-x`, and tells the old one to finish, `-sf`), and our router on a manifest directory.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::haproxy::{self, Layout, Options};
+use super::process::{free_port, http_status, log_tail, wait_until, Proc};
+use super::routes::{BenchRoute, RouteSet, DOMAIN};
+
+/// CPU of the proxy under test.
+pub const PROXY_CPU: u32 = 1;
+/// Longest a proxy may take to serve its first request after a start.
+const START_LIMIT: Duration = Duration::from_secs(90);
+
+/// Serves `route` with 200 at `addr` now.
+pub fn serves(addr: SocketAddr, route: &BenchRoute) -> bool {
+    http_status(addr, &route.host, "/", Duration::from_secs(2)).is_ok_and(|code| code == 200)
+}
+
+pub struct Haproxy {
+    pub layout: Layout,
+    pub options: Options,
+    pub current: Proc,
+    /// Processes replaced by a reload that have not exited yet.
+    old: Vec<Proc>,
+    log_dir: PathBuf,
+    starts: u32,
+}
+
+impl Haproxy {
+    /// A layout in `dir` with fresh ports and the default certificate.
+    pub fn layout(dir: &Path, default_certificate: &Path) -> anyhow::Result<Layout> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Layout {
+            dir: dir.to_path_buf(),
+            listen: Ipv4Addr::LOCALHOST,
+            http_port: free_port(&[Ipv4Addr::LOCALHOST])?,
+            https_port: free_port(&[Ipv4Addr::LOCALHOST])?,
+            default_certificate: default_certificate.to_path_buf(),
+        })
+    }
+
+    /// Writes the configuration for `set` and starts HAProxy; returns it with the time from the start of writing
+    /// until `set`'s target route answered 200.
+    pub fn start(set: &RouteSet, layout: Layout, options: Options) -> anyhow::Result<(Haproxy, Duration)> {
+        let begin = Instant::now();
+        let config = haproxy::write(set, &layout, &options)?;
+        let log_dir = layout.dir.clone();
+        let current = Proc::spawn(
+            "haproxy",
+            PROXY_CPU,
+            Path::new("haproxy"),
+            &base_args(&config),
+            &log_dir.join("haproxy-0.log"),
+        )?;
+        let mut haproxy = Haproxy { layout, options, current, old: Vec::new(), log_dir, starts: 1 };
+        let addr = haproxy.http_addr();
+        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, set.target()));
+        let running = haproxy.current.running();
+        let up = up.with_context(|| {
+            format!(
+                "haproxy does not serve (running: {running}); {}",
+                log_tail(&haproxy.log_dir.join("haproxy-0.log"), 20)
+            )
+        })?;
+        Ok((haproxy, up.max(begin.elapsed())))
+    }
+
+    pub fn http_addr(&self) -> SocketAddr {
+        SocketAddr::from((self.layout.listen, self.layout.http_port))
+    }
+
+    /// Rewrites the configuration for `set` and reloads: a new process takes the listeners over (`-x`) and
+    /// soft-stops the old one (`-sf`).
+    pub fn reload(&mut self, set: &RouteSet) -> anyhow::Result<()> {
+        let config = haproxy::write(set, &self.layout, &self.options)?;
+        let mut args = base_args(&config);
+        args.extend(["-x".into(), self.layout.stats_socket().display().to_string()]);
+        args.extend(["-sf".into(), self.current.pid().to_string()]);
+        let log = self.log_dir.join(format!("haproxy-{}.log", self.starts));
+        self.starts += 1;
+        let next = Proc::spawn("haproxy", PROXY_CPU, Path::new("haproxy"), &args, &log)?;
+        let previous = std::mem::replace(&mut self.current, next);
+        self.old.push(previous);
+        self.old.retain_mut(Proc::running);
+        Ok(())
+    }
+
+    /// Processes still alive (the current one and old ones still finishing).
+    pub fn processes(&mut self) -> usize {
+        self.old.retain_mut(Proc::running);
+        1 + self.old.len()
+    }
+
+    /// The command line of a start, for the results.
+    pub fn command_line(&self) -> String {
+        format!("taskset -c {PROXY_CPU} haproxy -f {} -db", self.layout.config_path().display())
+    }
+}
+
+fn base_args(config: &Path) -> Vec<String> {
+    vec!["-f".into(), config.display().to_string(), "-db".into()]
+}
+
+pub struct Router {
+    pub manifests: PathBuf,
+    pub http_port: u16,
+    pub stats_port: u16,
+    pub proc: Proc,
+    pub binary: PathBuf,
+}
+
+impl Router {
+    /// Starts the router on `manifests` (the directory `set` was written to); returns it with the time from the
+    /// start of the process until `set`'s target route answered 200.
+    pub fn start(binary: &Path, manifests: &Path, set: &RouteSet, log: &Path) -> anyhow::Result<(Router, Duration)> {
+        let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
+        let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
+        let args = router_args(manifests, http_port, stats_port);
+        let begin = Instant::now();
+        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &[("RUST_LOG", "warn")])?;
+        let mut router =
+            Router { manifests: manifests.to_path_buf(), http_port, stats_port, proc, binary: binary.into() };
+        let addr = router.http_addr();
+        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, set.target()));
+        let running = router.proc.running();
+        up.with_context(|| format!("router does not serve (running: {running}); {}", log_tail(log, 20)))?;
+        Ok((router, begin.elapsed()))
+    }
+
+    pub fn http_addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.http_port))
+    }
+
+    pub fn command_line(&self) -> String {
+        let args = router_args(&self.manifests, self.http_port, self.stats_port).join(" ");
+        format!("RUST_LOG=warn taskset -c {PROXY_CPU} {} {args}", self.binary.display())
+    }
+}
+
+fn router_args(manifests: &Path, http_port: u16, stats_port: u16) -> Vec<String> {
+    vec![
+        "--manifests".into(),
+        manifests.display().to_string(),
+        "--allow-loopback-endpoints".into(),
+        "--listen-addr".into(),
+        "127.0.0.1".into(),
+        "--http-port".into(),
+        http_port.to_string(),
+        "--stats-port".into(),
+        stats_port.to_string(),
+    ]
+}
+
+/// The default certificate (and key) in one PEM file under `dir`.
+pub fn default_certificate(dir: &Path) -> anyhow::Result<PathBuf> {
+    let (certificate, key) = haproxy::self_signed_certificate(&dir.join("tls"), DOMAIN)?;
+    let path = dir.join("tls").join("default.pem");
+    std::fs::write(&path, format!("{certificate}{key}")).context("writing the default certificate")?;
+    Ok(path)
+}
