@@ -9,3 +9,4 @@ pub mod hash;
 pub mod maps;
 pub mod nat;
 pub mod stats;
+pub mod tls;

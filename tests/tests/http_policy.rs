@@ -139,7 +139,11 @@ async fn an_idle_websocket_tunnel_closes_after_the_tunnel_timeout() {
         ..RouteSpec::new("ns", "ws", "ws.test", "web")
     };
     dir.write("all.yaml", &[service("ns", "web", &[web.addr]), route.yaml()].concat());
-    let router = start_router_with(Settings::for_loopback(dir.path())).await;
+    // Client timers shorter than the pauses below: a tunnel must only follow its own idle timer.
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.http_request_timeout = std::time::Duration::from_millis(200);
+    settings.routing.keep_alive_timeout = std::time::Duration::from_millis(250);
+    let router = start_router_with(settings).await;
     let mut stream = tokio::net::TcpStream::connect(router.http_addr).await.expect("connect");
     stream
         .write_all(b"GET / HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")

@@ -179,8 +179,8 @@ impl HttpProxy {
         let mut tried = Vec::with_capacity(MAX_ATTEMPTS);
 
         while tried.len() < MAX_ATTEMPTS.min(backend.endpoints.len()) {
-            let chosen = match sticky.take() {
-                Some(index) => EndpointLease::take(backend, index),
+            let chosen = match sticky.take().and_then(|index| EndpointLease::take(backend, index)) {
+                Some(lease) => Some(lease),
                 None => self.lease(backend, client, &tried).await,
             };
             let Some(lease) = chosen else { break };

@@ -82,7 +82,11 @@ async fn serve_connection(
             async move {
                 clock.request_started();
                 let response = proxy.handle(&state, request).await;
-                clock.request_finished();
+                // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
+                let upgraded = matches!(&response, Ok(r) if r.status() == http::StatusCode::SWITCHING_PROTOCOLS);
+                if !upgraded {
+                    clock.request_finished();
+                }
                 response
             }
         });
