@@ -131,7 +131,15 @@ async fn round_robin_spreads_requests_and_skips_a_dead_endpoint() {
     let dir = ManifestDir::new();
     dir.write(
         "all.yaml",
-        &[service("ns", "web", &[a.addr, dead, b.addr]), route("ns", "web", "rr.example.com", "/", "web")].concat(),
+        &[
+            service("ns", "web", &[a.addr, dead, b.addr]),
+            RouteSpec {
+                annotations: &[("haproxy.router.openshift.io/balance", "roundrobin")],
+                ..RouteSpec::new("ns", "web", "rr.example.com", "web")
+            }
+            .yaml(),
+        ]
+        .concat(),
     );
     let router = start_router(dir.path()).await;
     let mut client = KeepAliveClient::connect(router.http_addr).await;

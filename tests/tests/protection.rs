@@ -87,7 +87,7 @@ async fn pod_concurrent_connections_queue_then_503() {
     let router = start_router_with(settings).await;
     let http = router.http_addr;
     let long = tokio::spawn(async move { get(http, "capped.test", "/slow/1500").await.status });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     // The pod's one slot is taken for 1.5 s; a second request waits 400 ms for it, then gets a 503.
     assert_eq!(get(http, "capped.test", "/").await.status, 503);
     assert_eq!(long.await.expect("long request"), 200);
@@ -109,7 +109,7 @@ async fn slowloris_and_idle_keep_alive_connections_are_closed() {
     );
     let mut settings = Settings::for_loopback(dir.path());
     settings.http_request_timeout = Duration::from_millis(300);
-    settings.routing.keep_alive_timeout = Duration::from_millis(600);
+    settings.routing.keep_alive_timeout = Duration::from_millis(1000);
     let router = start_router_with(settings).await;
 
     // Half a request head, never finished: closed after the http-request timeout.
@@ -131,6 +131,6 @@ async fn slowloris_and_idle_keep_alive_connections_are_closed() {
     let n = idle.read(&mut chunk).await.expect("second response");
     assert!(String::from_utf8_lossy(&chunk[..n]).starts_with("HTTP/1.1 200"), "still open after 400 ms");
     let closed = tokio::time::timeout(Duration::from_secs(3), idle.read(&mut chunk)).await.expect("closed in time");
-    assert_eq!(closed.expect("read"), 0, "closed after 600 ms idle");
+    assert_eq!(closed.expect("read"), 0, "closed after 1 s idle");
     router.shutdown().await;
 }

@@ -51,7 +51,7 @@ impl EndpointHealth {
     /// The outcome of one active check.
     pub fn record_check(&self, passed: bool) {
         let down = self.checked_down.load(Ordering::Relaxed);
-        if passed == !down {
+        if passed != down {
             // The check agrees with the current state: no streak toward a change.
             self.streak.store(0, Ordering::Relaxed);
             if passed {

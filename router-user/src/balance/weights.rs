@@ -39,7 +39,8 @@ mod tests {
 
     #[test]
     fn weights_follow_openshift() {
-        let cases: &[(&[(i32, usize)], &[u32])] = &[
+        type Case<'a> = (&'a [(i32, usize)], &'a [u32]);
+        let cases: &[Case<'_>] = &[
             (&[(100, 3)], &[1]),
             (&[(0, 3)], &[0]),
             // A=20 with 2 endpoints, B=10 with 4 endpoints -> 256 and 64 per endpoint.
