@@ -9,7 +9,7 @@
 //!   edge/reencrypt map.
 //! - Backends `be_http:` / `be_edge_http:` / `be_secure:` (reencrypt) / `be_tcp:` (passthrough) + `ns:name`, with
 //!   the balance algorithm, the optional sticky cookie, the forwarded headers (append policy) and
-//!   `server pod:<pod>:<svc>:<port name>:<ip>:<port> ... weight 256`.
+//!   `server pod:<pod>:<svc>:<port name>:<ip>:<port> ... weight <w>` (1 with one service, up to 256 with several).
 //!
 //! Map lines are sorted reverse-lexically, so the longest path of a host comes first and `map_reg` (first match
 //! wins, a linear scan) finds it.
@@ -30,6 +30,9 @@ pub const HTTP_REDIRECT_MAP: &str = "os_route_http_redirect.map";
 pub const CERT_LIST: &str = "cert_config.map";
 pub const CONFIG_FILE: &str = "haproxy.cfg";
 pub const STATS_SOCKET: &str = "haproxy.sock";
+/// TLS 1.2 ciphers offered (ROUTER_CIPHERS' intermediate profile, ECDHE + AES-GCM).
+const TLS12_CIPHERS: &str =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384";
 
 /// Where the configuration lives and what it binds.
 #[derive(Clone, Debug)]
@@ -237,7 +240,7 @@ global
   tune.maxrewrite 8192
   ssl-default-bind-options ssl-min-ver TLSv1.2
   ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256
-  ssl-default-bind-ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384
+  ssl-default-bind-ciphers {ciphers}
 
 defaults
   maxconn {maxconn}
@@ -253,6 +256,7 @@ defaults
 ",
         threads = options.threads,
         maxconn = options.maxconn,
+        ciphers = TLS12_CIPHERS,
         socket = layout.stats_socket().display(),
     );
 }
@@ -372,7 +376,7 @@ fn push_backend(out: &mut String, route: &BenchRoute, layout: &Layout, options: 
         );
         for pod in &route.pods {
             let id = server_id(route, pod.name.as_str(), pod.ip, pod.port);
-            let _ = write!(out, "  server {id} {}:{} weight 256", pod.ip, pod.port);
+            let _ = write!(out, "  server {id} {}:{} weight {}", pod.ip, pod.port, server_weight(route));
             out.push_str(if checks { " check inter 5000ms\n" } else { "\n" });
         }
         out.push('\n');
@@ -409,7 +413,7 @@ fn push_backend(out: &mut String, route: &BenchRoute, layout: &Layout, options: 
         if options.cookies {
             let _ = write!(out, " cookie {}", opaque_id(&id));
         }
-        out.push_str(" weight 256");
+        let _ = write!(out, " weight {}", server_weight(route));
         if route.termination == Termination::Reencrypt {
             let ca = route.tls.as_ref().and_then(|tls| tls.destination_ca.as_ref());
             match ca {
@@ -429,6 +433,14 @@ fn push_backend(out: &mut String, route: &BenchRoute, layout: &Layout, options: 
         out.push_str(if checks { " check inter 5000ms\n" } else { "\n" });
     }
     out.push('\n');
+}
+
+/// A server's weight: with one service every endpoint gets 1 (ROUTE-SEMANTICS); with alternate backends the
+/// per-endpoint weights are scaled so the largest is 256 (the bench's routes have one service each). Weight 1
+/// matters for `balance random`: HAProxy builds a consistent-hash tree with 16 nodes per unit of weight, so
+/// `weight 256` costs about 200 KB per server (8 GB at 10,000 routes x 4 pods).
+fn server_weight(_route: &BenchRoute) -> u32 {
+    1
 }
 
 /// `pod:<pod>:<service>:<port name>:<ip>:<port>`.
@@ -533,7 +545,7 @@ mod tests {
             config.contains("  cookie ") && config.contains(" insert indirect nocache httponly attr SameSite=None\n")
         );
         assert!(config.contains("  server pod:pod-0:r00001:http:127.0.0.11:8080 127.0.0.11:8080 cookie "));
-        assert!(config.contains(" weight 256 check inter 5000ms\n"));
+        assert!(config.contains(" weight 1 check inter 5000ms\n"));
         assert!(config.contains("http-request add-header Forwarded for=%[src];host=%[req.hdr(host)]"));
         assert!(config.contains("backend be_tcp:bench:pass\n  mode tcp\n  balance source\n  hash-type consistent\n"));
         assert!(config.contains("use_backend be_sni if sni"));
@@ -544,7 +556,7 @@ mod tests {
         let config = render(&mixed_set(None), &layout(dir), &plain).config;
         assert!(!config.contains("cookie"));
         assert!(!config.contains("check inter"));
-        assert!(config.contains("127.0.0.11:8080 weight 256\n"));
+        assert!(config.contains("127.0.0.11:8080 weight 1\n"));
     }
 
     /// The generated configuration, with real certificates, passes `haproxy -c` (skipped where haproxy or openssl

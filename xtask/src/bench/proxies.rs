@@ -91,10 +91,11 @@ impl Haproxy {
         Ok(())
     }
 
-    /// Processes still alive (the current one and old ones still finishing).
-    pub fn processes(&mut self) -> usize {
+    /// Processes still alive (the current one and old ones still finishing) and their RSS in total (KiB).
+    pub fn alive(&mut self) -> (usize, u64) {
         self.old.retain_mut(Proc::running);
-        1 + self.old.len()
+        let rss = std::iter::once(&self.current).chain(&self.old).map(|p| p.rss_kib().unwrap_or(0)).sum();
+        (1 + self.old.len(), rss)
     }
 
     /// The command line of a start, for the results.
@@ -106,6 +107,10 @@ impl Haproxy {
 fn base_args(config: &Path) -> Vec<String> {
     vec!["-f".into(), config.display().to_string(), "-db".into()]
 }
+
+/// The router's environment: warnings only, and active health checks effectively off (one round at start, then
+/// one a day), as HAProxy runs without `check` (see `haproxy_options`).
+const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
 
 pub struct Router {
     pub manifests: PathBuf,
@@ -123,7 +128,7 @@ impl Router {
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, stats_port);
         let begin = Instant::now();
-        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &[("RUST_LOG", "warn")])?;
+        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &ROUTER_ENV)?;
         let mut router =
             Router { manifests: manifests.to_path_buf(), http_port, stats_port, proc, binary: binary.into() };
         let addr = router.http_addr();
@@ -139,7 +144,8 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.stats_port).join(" ");
-        format!("RUST_LOG=warn taskset -c {PROXY_CPU} {} {args}", self.binary.display())
+        let env: Vec<String> = ROUTER_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
     }
 }
 

@@ -40,7 +40,7 @@ pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -133,7 +133,8 @@ fn is_keep_alive_table(load: Load) -> bool {
 pub fn summary_table(outcome: &Outcome) -> String {
     let mut out = String::new();
     out.push_str(
-        "| scenario | HAProxy µs/req | router µs/req | router/HAProxy CPU | direct req/s | HAProxy req/s | router req/s \
+        "| scenario | HAProxy µs/req | router µs/req | router/HAProxy CPU | direct req/s | HAProxy req/s \
+         | router req/s \
          | router/HAProxy req/s | HAProxy p50 / p99 ms | router p50 / p99 ms | router/HAProxy p99 |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -170,7 +171,8 @@ fn fixed_rate_table(outcome: &Outcome) -> String {
     }
     let mut out = String::from(
         "| scenario | direct p50 / p99 / p99.9 ms | HAProxy p50 / p99 / p99.9 ms | router p50 / p99 / p99.9 ms \
-         | router/HAProxy p99 | HAProxy CPU % | router CPU % | router/HAProxy CPU |\n|---|---|---|---|---|---|---|---|\n",
+         | router/HAProxy p99 | HAProxy CPU % | router CPU % | router/HAProxy CPU |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for result in rows {
         let lat = |c| {
@@ -207,7 +209,8 @@ fn bulk_table(outcome: &Outcome) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "| scenario | direct MiB/s | HAProxy MiB/s | router MiB/s | router/HAProxy | HAProxy µs/req | router µs/req |\n\
+        "| scenario | direct MiB/s | HAProxy MiB/s | router MiB/s | router/HAProxy | HAProxy µs/req \
+         | router µs/req |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for result in rows {
@@ -284,7 +287,8 @@ fn churn_table(outcome: &Outcome) -> String {
     }
     let mut out = String::from(
         "| contender | routes | changes | change-to-traffic p50 / p99 / max ms | changes not live in 10 s \
-         | failed requests (non-2xx + socket errors) | requests during churn | churn duration s | proxy processes at once |\n\
+         | failed requests (non-2xx + socket errors) | requests during churn | churn duration s \
+         | proxy processes at once |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for churn in &outcome.churn {
@@ -308,6 +312,16 @@ fn churn_table(outcome: &Outcome) -> String {
             churn.max_processes,
         );
     }
+    for churn in outcome.churn.iter().filter(|c| c.stopped.is_some()) {
+        let _ = writeln!(
+            out,
+            "\n{} churn stopped after {} of {} changes: {}.",
+            churn.contender.label(),
+            churn.changes,
+            super::CHURN_CHANGES,
+            churn.stopped.as_deref().unwrap_or("")
+        );
+    }
     out
 }
 
@@ -316,16 +330,21 @@ fn lifecycle_table(outcome: &Outcome) -> String {
         return String::new();
     }
     let mut out = String::from(
-        "| contender | routes | config / manifest bytes | start until the target route serves | RSS idle MB | RSS after load MB |\n\
+        "| contender | routes | config / manifest bytes | start until the target route serves | RSS idle MB \
+         | RSS after load MB |\n\
          |---|---|---|---|---|---|\n",
     );
     for entry in &outcome.lifecycle {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} MB | {:.2} s | {:.1} | {:.1} |",
+            "| {} | {} | {} | {:.2} s | {:.1} | {:.1} |",
             entry.contender.label(),
             thousands(entry.routes),
-            entry.config_bytes as f64 / 1e6,
+            if entry.config_bytes >= 1_000_000 {
+                format!("{:.1} MB", entry.config_bytes as f64 / 1e6)
+            } else {
+                format!("{:.1} kB", entry.config_bytes as f64 / 1e3)
+            },
             entry.start.as_secs_f64(),
             entry.rss_idle_kib as f64 / 1024.0,
             entry.rss_loaded_kib as f64 / 1024.0,
@@ -345,7 +364,8 @@ fn targets(outcome: &Outcome) -> String {
         if let (Some(rps), Some(p99)) = (ratio(r, |s| Some(s.requests_per_second)), ratio(r, |s| Some(s.p99_ms))) {
             let _ = writeln!(
                 out,
-                "- HTTP keep-alive requests/s >= 1.2 x HAProxy with p99 no worse (10 routes, same URL): {:.2} x, p99 {:.2} x: {}",
+                "- HTTP keep-alive requests/s >= 1.2 x HAProxy with p99 no worse (10 routes, same URL): \
+                 {:.2} x, p99 {:.2} x: {}",
                 rps.median,
                 p99.median,
                 mark(rps.median >= 1.2 && p99.median <= 1.0)
@@ -394,7 +414,10 @@ fn targets(outcome: &Outcome) -> String {
             mark(r <= h)
         );
     }
-    out.push_str("- edge TLS handshakes/s >= 1.0 x, passthrough throughput >= 1.0 x: not yet measurable (no TLS in the router)\n");
+    out.push_str(
+        "- edge TLS handshakes/s >= 1.0 x, passthrough throughput >= 1.0 x: not yet measurable (no TLS in the \
+         router)\n",
+    );
     out
 }
 
@@ -423,12 +446,14 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         out,
         "- runs: median of {} (min–max), contenders back to back within each repetition, order rotated per \
          repetition; ratios pair the runs of the same repetition. Before each run both CPUs must be idle (<5% over \
-         300 ms, waited up to 20 s; {} waits timed out); a run where other processes took >{:.0}% of a CPU is run \
-         again ({} reruns). Runs still noisy are marked in the log only. Wall time {:.1} min.",
+         300 ms, waited up to {} s; {} waits timed out); a run where other processes took >{:.0}% of a CPU is run \
+         again ({} reruns); waits and reruns stop after {} s in total so the bench stays bounded. Wall time {:.1} min.",
         outcome.runs,
+        super::IDLE_WAIT.as_secs(),
         outcome.idle_timeouts,
         super::NOISE_LIMIT * 100.0,
         outcome.reruns,
+        super::EXTRA_TIME_BUDGET.as_secs(),
         outcome.wall.as_secs_f64() / 60.0
     );
     let cookie = match outcome.cookies {
@@ -441,9 +466,9 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
     let _ = writeln!(
         out,
         "- equal work: both lowercase Host, drop `Proxy`, append X-Forwarded-For/-Host/-Port/-Proto and `Forwarded`. \
-         {cookie}. **HAProxy runs without active health checks** (the router checks passively; with \
-         `check inter 5000ms` HAProxy would probe 4 servers per route every 5 s, 8,000 connections/s at 10,000 \
-         routes). HAProxy balances with `random` (OpenShift's default for a route with one service). HAProxy's \
+         {cookie}. **Active health checks are off on both** (HAProxy without `check`; the router with \
+         `ROUTER_BACKEND_CHECK_INTERVAL=24h`: one round at start, then none): with OpenShift's `check inter 5000ms` \
+         each proxy would open 8,000 connections/s to the pods at 10,000 routes x 4 pods, on the load's CPU. HAProxy balances with `random` (OpenShift's default for a route with one service). HAProxy's \
          `maxconn` is lowered to what the machine's open-files limit allows (the bench opens a few hundred \
          connections)."
     );
@@ -524,6 +549,11 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
              socket transfer and `-sf`; router: one more manifest file, written by rename)\n"
         );
         out.push_str(&churn);
+        out.push_str(
+            "\nChange-to-traffic runs from the start of writing the change until the new route answers 200 (polled \
+             every 2 ms on new connections); the router's manifest watch waits 100 ms for writes to settle before it \
+             reloads.\n",
+        );
     }
     let lifecycle = lifecycle_table(outcome);
     if !lifecycle.is_empty() {
@@ -663,8 +693,10 @@ fn svg(outcome: &Outcome, stamp: &str) -> String {
     }
     let height = y + 20.0;
     format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0}" viewBox="0 0 {width} {height:.0}" font-family="sans-serif">
-<style>.h{{font-size:14px;font-weight:bold}} .l{{font-size:11px}} .v{{font-size:10px;fill:#333}} .w{{stroke:#000;stroke-width:1}}</style>
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0}"
+ viewBox="0 0 {width} {height:.0}" font-family="sans-serif">
+<style>.h{{font-size:14px;font-weight:bold}} .l{{font-size:11px}} .v{{font-size:10px;fill:#333}}
+ .w{{stroke:#000;stroke-width:1}}</style>
 <rect width="100%" height="100%" fill="white"/>
 <text x="10" y="20" class="h">Router vs HAProxy vs direct, {stamp}, commit {commit}, median of {runs} (whiskers: min–max)</text>
 {legend}{body}</svg>
