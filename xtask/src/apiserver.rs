@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::setup::dpkg_installed;
 use anyhow::{bail, Context as _};
 
 /// The upstream release inside Debian's `1.20.5+really1.20.2` source package.
@@ -173,13 +174,6 @@ fn apt_get(args: &[&str]) -> anyhow::Result<()> {
         bail!("apt-get {} failed (it needs root)", args.join(" "));
     }
     Ok(())
-}
-
-fn dpkg_installed(package: &str) -> bool {
-    Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}", package])
-        .output()
-        .is_ok_and(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with("installed"))
 }
 
 fn run(cmd: &mut Command) -> anyhow::Result<bool> {

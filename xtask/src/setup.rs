@@ -83,7 +83,8 @@ fn apt_packages() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn dpkg_installed(package: &str) -> bool {
+/// True when Debian package `package` is installed.
+pub(crate) fn dpkg_installed(package: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", package])
         .output()

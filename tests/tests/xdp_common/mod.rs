@@ -194,25 +194,8 @@ pub fn router_binary() -> PathBuf {
     workspace_binary("router-user", "router")
 }
 
-/// Counter index layout: router_common::stats (names as `router xdp status` prints them).
-pub const COUNTER_NAMES: [&str; 16] = [
-    "total",
-    "ipv4",
-    "ipv6",
-    "tcp",
-    "other",
-    "unparsed",
-    "pass",
-    "nat",
-    "drop_no_endpoint",
-    "drop_no_slot",
-    "drop_ct_full",
-    "ct_hit",
-    "ct_miss",
-    "fragment",
-    "rev_nat",
-    "ct_stale",
-];
+/// Counter names by index, as `router xdp status` prints them (the layout is router_common::stats).
+pub use router_common::stats::STATS_NAMES as COUNTER_NAMES;
 
 /// Per-counter packets, summed over CPUs, read from the pinned `XDP_STATS` through its BTF.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
