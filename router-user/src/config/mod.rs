@@ -2,6 +2,7 @@
 
 mod duration;
 mod routing;
+mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use clap::Parser;
 
 pub use duration::{parse_haproxy_duration, DurationError, MAX_TIMEOUT};
 pub use routing::{RoutingArgs, RoutingError};
+pub use tls::{MutualTls, TlsArgs};
 
 use crate::source::{choose_source, SourceChoice, SourceChoiceError, SourceKind};
 use crate::xdp::{RouterServiceName, XdpMode};
@@ -59,7 +61,7 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_SERVICE_HTTP_PORT", default_value_t = 80)]
     pub http_port: u16,
 
-    /// HTTPS listener port. Reserved: TLS termination is not served yet.
+    /// HTTPS listener port (0 picks a free port).
     #[arg(long, env = "ROUTER_SERVICE_HTTPS_PORT", default_value_t = 443)]
     pub https_port: u16,
 
@@ -107,6 +109,10 @@ pub struct Settings {
     #[command(flatten)]
     pub routing: RoutingArgs,
 
+    /// Certificates, TLS versions and ciphers, HTTP/2, client certificates, PROXY protocol.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]
     pub bpf_pin_dir: PathBuf,
@@ -141,6 +147,10 @@ pub struct Settings {
 impl Settings {
     pub fn http_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_addr, self.http_port)
+    }
+
+    pub fn https_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.listen_addr, self.https_port)
     }
 
     pub fn stats_addr(&self) -> SocketAddr {

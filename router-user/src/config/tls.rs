@@ -1,0 +1,72 @@
+//! Settings of the :443 listener (the OpenShift router's TLS variables): certificates, protocol versions and
+//! ciphers, HTTP/2, client certificates, ClientHello inspection and the PROXY protocol.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::parse_haproxy_duration;
+
+#[derive(Args, Clone, Debug)]
+pub struct TlsArgs {
+    /// PEM file with the default certificate, its key and chain (served for unknown SNI, no SNI, and routes
+    /// without a certificate). Unset: one is generated at start and its fingerprint logged.
+    #[arg(long, env = "DEFAULT_CERTIFICATE_PATH")]
+    pub default_certificate_path: Option<PathBuf>,
+
+    /// Directory holding `tls.crt` and `tls.key` of the default certificate (a mounted Secret).
+    #[arg(long, env = "DEFAULT_CERTIFICATE_DIR")]
+    pub default_certificate_dir: Option<PathBuf>,
+
+    /// PEM bundle of CAs that verify reencrypt pods which have no `destinationCACertificate`; the pod must then
+    /// present a certificate for `<service>.<namespace>.svc`.
+    #[arg(long, env = "DEFAULT_DESTINATION_CA_PATH")]
+    pub default_destination_ca_path: Option<PathBuf>,
+
+    /// Lowest TLS version offered to clients: `TLSv1.2` or `TLSv1.3`.
+    #[arg(long, env = "SSL_MIN_VERSION", default_value = "TLSv1.2")]
+    pub ssl_min_version: String,
+
+    /// TLS 1.2 cipher list: a profile name (`modern`, `intermediate`, `old`) or OpenSSL cipher names
+    /// separated by `:`.
+    #[arg(long, env = "ROUTER_CIPHERS", default_value = "intermediate")]
+    pub ciphers: String,
+
+    /// TLS 1.3 cipher suites, OpenSSL names separated by `:`; unset: all that rustls offers.
+    #[arg(long, env = "ROUTER_CIPHERSUITES")]
+    pub ciphersuites: Option<String>,
+
+    /// Never offer HTTP/2 (ALPN `h2`) to clients.
+    #[arg(long, env = "ROUTER_DISABLE_HTTP2", default_value_t = false, action = clap::ArgAction::Set)]
+    pub disable_http2: bool,
+
+    /// Client certificates on :443: `none`, `optional` or `required`.
+    #[arg(long, env = "ROUTER_MUTUAL_TLS_AUTH", value_enum, default_value_t = MutualTls::None)]
+    pub mutual_tls_auth: MutualTls,
+
+    /// PEM bundle of CAs that client certificates must chain to (with ROUTER_MUTUAL_TLS_AUTH).
+    #[arg(long, env = "ROUTER_MUTUAL_TLS_AUTH_CA")]
+    pub mutual_tls_auth_ca: Option<PathBuf>,
+
+    /// How long :443 waits for a complete ClientHello before closing the connection.
+    #[arg(long, env = "ROUTER_INSPECT_DELAY", default_value = "5s", value_parser = parse_haproxy_duration)]
+    pub inspect_delay: Duration,
+
+    /// Expect a PROXY protocol (v1 or v2) header on every :80 and :443 connection, as a load balancer sends it,
+    /// and take the client address from it.
+    #[arg(long, env = "ROUTER_USE_PROXY_PROTOCOL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub use_proxy_protocol: bool,
+
+    /// Balancing of passthrough routes without a balance annotation: `source` (consistent hash of the
+    /// client address) or `roundrobin`.
+    #[arg(long, env = "ROUTER_TCP_BALANCE_SCHEME", default_value = "source")]
+    pub tcp_balance_scheme: String,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MutualTls {
+    None,
+    Optional,
+    Required,
+}
