@@ -12,6 +12,7 @@ use tracing::info;
 
 use crate::admin::{serve_admin, AdminState, Health};
 use crate::config::{RoutingError, Settings};
+use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::metrics::Metrics;
 use crate::model::Snapshot;
 use crate::proxy::{serve_http, HttpProxy, Upstream};
@@ -19,7 +20,7 @@ use crate::publish::Publisher;
 use crate::source::kube::{KubeError, KubeOptions};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
-use crate::table::{BuildOptions, RouteTable, TableHandle};
+use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use crate::xdp::service::{follow, node_name_or_hostname};
 use crate::xdp::LocalService;
 
@@ -33,11 +34,14 @@ pub enum StartError {
     Kube(#[from] KubeError),
     #[error("settings: {0}")]
     Routing(#[from] RoutingError),
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
 pub struct RunningRouter {
     pub http_addr: SocketAddr,
+    pub https_addr: SocketAddr,
     pub stats_addr: SocketAddr,
     pub table: TableHandle,
     pub health: Arc<Health>,
@@ -47,21 +51,32 @@ pub struct RunningRouter {
     settings: Settings,
     stop: watch::Sender<bool>,
     http_task: JoinHandle<()>,
+    https_task: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
 }
 
 /// Binds the listeners and starts every task. Readiness follows once the first table is published.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let source = settings.source_choice()?;
+    let tls = TlsSetup::from_args(&settings.tls)?;
+    let mut defaults = settings.routing.defaults(settings.server_timeout)?;
+    defaults.tcp_balance = settings.tcp_balance()?;
     let build_options = BuildOptions {
         allow_loopback_endpoints: settings.allow_loopback_endpoints,
         admission: settings.routing.admission()?,
-        defaults: settings.routing.defaults(settings.server_timeout)?,
+        defaults,
+        tls: TlsBuild::new(
+            Some(tls.default_certificate.clone()),
+            tls.default_destination_ca.clone(),
+            settings.connect_timeout,
+        ),
     };
     let proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     let http_listener = bind("http", settings.http_addr()).await?;
+    let https_listener = bind("https", settings.https_addr()).await?;
     let admin_listener = bind("admin", settings.stats_addr()).await?;
     let http_addr = local_addr(&http_listener, settings.http_addr());
+    let https_addr = local_addr(&https_listener, settings.https_addr());
     let stats_addr = local_addr(&admin_listener, settings.stats_addr());
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
@@ -112,17 +127,25 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
 
     let upstream = Upstream::new(settings.connect_timeout);
     let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
-    let http_task = tokio::spawn(serve_http(
-        http_listener,
-        proxy,
-        settings.routing.client_timeouts(settings.http_request_timeout),
-        stopped,
-        settings.hard_stop_after,
-    ));
-    info!(%http_addr, %stats_addr, source = ?source, "router started");
+    let timeouts = settings.routing.client_timeouts(settings.http_request_timeout, settings.tls.use_proxy_protocol);
+    let https = HttpsContext {
+        table: table.clone(),
+        proxy: proxy.clone(),
+        configs: tls.configs,
+        metrics: metrics.clone(),
+        timeouts,
+        inspect_delay: settings.tls.inspect_delay,
+        connect_timeout: settings.connect_timeout,
+        client_cert_headers: tls.client_cert_headers,
+    };
+    let drain = settings.hard_stop_after;
+    let https_task = tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain));
+    let http_task = tokio::spawn(serve_http(http_listener, proxy, timeouts, stopped, drain));
+    info!(%http_addr, %https_addr, %stats_addr, source = ?source, "router started");
 
     Ok(RunningRouter {
         http_addr,
+        https_addr,
         stats_addr,
         table,
         health,
@@ -131,6 +154,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         settings,
         stop,
         http_task,
+        https_task,
         background,
     })
 }
@@ -143,7 +167,7 @@ impl RunningRouter {
         info!(delay = ?self.settings.graceful_shutdown_delay, "draining: readiness now fails");
         tokio::time::sleep(self.settings.graceful_shutdown_delay).await;
         let _ = self.stop.send(true);
-        let _ = self.http_task.await;
+        let _ = tokio::join!(self.http_task, self.https_task);
         for task in self.background {
             task.abort();
         }

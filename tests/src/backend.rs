@@ -1,6 +1,13 @@
 //! A tiny HTTP backend that says who answered: every response carries `x-backend: <name>` and a JSON body with
 //! the backend's name and the request it saw (method, path, headers). Upgrade requests get a 101 and an echo
-//! of every byte sent afterwards, like a minimal WebSocket server.
+//! of every byte sent afterwards, like a minimal WebSocket server. The report also says which HTTP version the
+//! backend saw (`version`), the peer address (`peer`) and, for TLS backends, the SNI and ALPN of the
+//! connection (`tls`).
+//!
+//! Besides plain HTTP/1.1 (`start`), a backend can serve over TLS with a given certificate (`start_tls`, for
+//! reencrypt and passthrough pods; HTTP/1.1 or HTTP/2 by ALPN) or over cleartext HTTP/1.1 and prior-knowledge
+//! HTTP/2 (`start_h2c`). `TlsEcho` is a TLS pod that sends back every byte it reads and closes its side once
+//! the client closed its own, for byte-exactness and half-close tests of passthrough.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -13,10 +20,23 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+/// What the backend knows about the connection a request came on.
+#[derive(Debug, Default)]
+struct ConnectionInfo {
+    peer: Option<SocketAddr>,
+    /// Some for TLS connections: (SNI, ALPN).
+    tls: Option<(Option<String>, Option<String>)>,
+}
 
 pub struct TestBackend {
     pub name: String,
@@ -35,11 +55,66 @@ impl TestBackend {
         let addr = listener.local_addr().expect("backend address");
         let name_owned: Arc<str> = name.into();
         let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+            while let Ok((stream, peer)) = listener.accept().await {
                 let name = name_owned.clone();
+                let info = Arc::new(ConnectionInfo { peer: Some(peer), tls: None });
                 tokio::spawn(async move {
-                    let service = service_fn(move |request| answer(name.clone(), request));
+                    let service = service_fn(move |request| answer(name.clone(), info.clone(), request));
                     let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).with_upgrades().await;
+                });
+            }
+        });
+        TestBackend { name: name.to_string(), addr, task }
+    }
+
+    /// Starts a backend on a free port of 127.0.0.1 that speaks HTTP/1.1 and prior-knowledge HTTP/2 in clear
+    /// text (h2c), telling them apart by the connection preface.
+    pub async fn start_h2c(name: &str) -> TestBackend {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind h2c backend");
+        Self::serve_h2c(name, listener)
+    }
+
+    pub fn serve_h2c(name: &str, listener: TcpListener) -> TestBackend {
+        let addr = listener.local_addr().expect("backend address");
+        let name_owned: Arc<str> = name.into();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, peer)) = listener.accept().await {
+                let name = name_owned.clone();
+                let info = Arc::new(ConnectionInfo { peer: Some(peer), tls: None });
+                tokio::spawn(async move {
+                    let service = service_fn(move |request| answer(name.clone(), info.clone(), request));
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        TestBackend { name: name.to_string(), addr, task }
+    }
+
+    /// Starts a backend on a free port of 127.0.0.1 that serves over TLS with `cert_pem` (leaf first, then any
+    /// chain) and `key_pem`, offering ALPN `h2` and `http/1.1` (no ALPN: HTTP/1.1).
+    pub async fn start_tls(name: &str, cert_pem: &str, key_pem: &str) -> TestBackend {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind TLS backend");
+        Self::serve_tls(name, listener, tls_server_config(cert_pem, key_pem, &["h2", "http/1.1"]))
+    }
+
+    pub fn serve_tls(name: &str, listener: TcpListener, config: Arc<ServerConfig>) -> TestBackend {
+        let addr = listener.local_addr().expect("backend address");
+        let name_owned: Arc<str> = name.into();
+        let acceptor = TlsAcceptor::from(config);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, peer)) = listener.accept().await {
+                let name = name_owned.clone();
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
+                    let (_, session) = tls.get_ref();
+                    let sni = session.server_name().map(str::to_string);
+                    let alpn = session.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
+                    let info = Arc::new(ConnectionInfo { peer: Some(peer), tls: Some((sni, alpn)) });
+                    let service = service_fn(move |request| answer(name.clone(), info.clone(), request));
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    let _ = builder.serve_connection_with_upgrades(TokioIo::new(tls), service).await;
                 });
             }
         });
@@ -58,7 +133,11 @@ impl Drop for TestBackend {
     }
 }
 
-async fn answer(name: Arc<str>, mut request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(
+    name: Arc<str>,
+    info: Arc<ConnectionInfo>,
+    mut request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     if request.headers().contains_key(header::UPGRADE) {
         let upgrade = hyper::upgrade::on(&mut request);
         tokio::spawn(async move {
@@ -87,6 +166,7 @@ async fn answer(name: Arc<str>, mut request: Request<Incoming>) -> Result<Respon
             .push(String::from_utf8_lossy(value.as_bytes()).into());
     }
     let method = request.method().to_string();
+    let version = format!("{:?}", request.version());
     let path = request.uri().path_and_query().map_or("/".to_string(), |pq| pq.to_string());
     let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let report = serde_json::json!({
@@ -95,6 +175,9 @@ async fn answer(name: Arc<str>, mut request: Request<Incoming>) -> Result<Respon
         "path": path,
         "headers": seen_headers,
         "body_len": body.len(),
+        "version": version,
+        "peer": info.peer.map(|p| p.to_string()),
+        "tls": info.tls.as_ref().map(|(sni, alpn)| serde_json::json!({ "sni": sni, "alpn": alpn })),
     });
     let mut response = Response::new(Full::new(Bytes::from(report.to_string())));
     let headers = response.headers_mut();
@@ -109,5 +192,84 @@ async fn echo<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut strea
         if n == 0 || stream.write_all(&buffer[..n]).await.is_err() {
             break;
         }
+    }
+}
+
+/// A rustls server configuration for `cert_pem` (leaf first, then any chain) and `key_pem`, offering `alpn`.
+pub fn tls_server_config(cert_pem: &str, key_pem: &str, alpn: &[&str]) -> Arc<ServerConfig> {
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert_pem.as_bytes()).map(|c| c.expect("certificate PEM")).collect();
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("key PEM");
+    let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("certificate and key match");
+    config.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Arc::new(config)
+}
+
+/// A TLS pod that echoes: every byte read is written back; when the client has closed its sending side
+/// (close_notify or FIN) the pod finishes writing and closes its own. Counts the connections it accepted and
+/// remembers the SNI of the last one.
+pub struct TlsEcho {
+    pub addr: SocketAddr,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+    last_sni: Arc<std::sync::Mutex<Option<String>>>,
+    task: JoinHandle<()>,
+}
+
+impl TlsEcho {
+    pub async fn start(cert_pem: &str, key_pem: &str) -> TlsEcho {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind TLS echo");
+        let addr = listener.local_addr().expect("echo address");
+        let acceptor = TlsAcceptor::from(tls_server_config(cert_pem, key_pem, &[]));
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let last_sni = Arc::new(std::sync::Mutex::new(None));
+        let (counter, sni_slot) = (accepted.clone(), last_sni.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                let (counter, sni_slot) = (counter.clone(), sni_slot.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if let Ok(mut slot) = sni_slot.lock() {
+                        *slot = tls.get_ref().1.server_name().map(str::to_string);
+                    }
+                    let (mut reader, mut writer) = tokio::io::split(tls);
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    loop {
+                        match reader.read(&mut buffer).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                if writer.write_all(&buffer[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    let _ = writer.shutdown().await;
+                });
+            }
+        });
+        TlsEcho { addr, accepted, last_sni, task }
+    }
+
+    /// TLS connections accepted so far (handshake completed).
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The SNI of the last connection accepted.
+    pub fn last_sni(&self) -> Option<String> {
+        self.last_sni.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+impl Drop for TlsEcho {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }

@@ -3,11 +3,16 @@
 
 pub mod apiserver;
 pub mod backend;
+pub mod cli;
 pub mod client;
 pub mod manifests;
 pub mod netns;
+pub mod pki;
+pub mod proxy_header;
+pub mod tls_client;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,6 +49,39 @@ pub async fn start_router_with(settings: Settings) -> RunningRouter {
     })
     .await;
     router
+}
+
+/// Starts a router like `start_router_with` and returns it with the address of its :443 listener.
+///
+/// The port is picked here (bound to 127.0.0.1:0 and released a moment before the router binds it) so that
+/// these tests build before `RunningRouter::https_addr` exists; once it does, this can return that field.
+pub async fn start_tls_router(mut settings: Settings) -> (RunningRouter, SocketAddr) {
+    if settings.https_port == 0 {
+        let probe = std::net::TcpListener::bind((settings.listen_addr, 0)).expect("probe a free port for :443");
+        settings.https_port = probe.local_addr().expect("probe address").port();
+    }
+    let https_addr = settings.https_addr();
+    let router = start_router_with(settings).await;
+    (router, https_addr)
+}
+
+/// Reads from `stream` until the peer closes it (EOF or reset) or `limit` passes. Returns what arrived and
+/// whether the connection was closed.
+pub async fn read_until_closed<S>(stream: &mut S, limit: Duration) -> (Vec<u8>, bool)
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Err(_) => return (received, false),
+            Ok(Ok(0)) | Ok(Err(_)) => return (received, true),
+            Ok(Ok(n)) => received.extend_from_slice(&buffer[..n]),
+        }
+    }
 }
 
 /// Waits until the live table's generation exceeds `after` (a manifest change was applied).

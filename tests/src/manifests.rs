@@ -50,11 +50,34 @@ pub fn service(namespace: &str, name: &str, pods: &[SocketAddr]) -> String {
 /// EndpointSlices for `service`: one slice per pod (test pods listen on different ports, and a slice has one
 /// port list), `ready` ones with `ready: true`, `not_ready` ones with `ready: false`.
 pub fn endpoint_slice(namespace: &str, service: &str, ready: &[SocketAddr], not_ready: &[SocketAddr]) -> String {
+    endpoint_slice_with(namespace, service, ready, not_ready, None)
+}
+
+/// A Service plus EndpointSlices like `service`, whose port carries `appProtocol: <app_protocol>` on both the
+/// Service and the EndpointSlices (e.g. `h2c` or `kubernetes.io/h2c`: the router then speaks prior-knowledge
+/// HTTP/2 to the pods).
+pub fn service_with_app_protocol(namespace: &str, name: &str, pods: &[SocketAddr], app_protocol: &str) -> String {
+    let port = pods.first().map_or(8080, SocketAddr::port);
+    let mut yaml = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  ports:\n  - name: http\n    port: 80\n    protocol: TCP\n    appProtocol: {app_protocol}\n    targetPort: {port}\n---\n"
+    );
+    yaml.push_str(&endpoint_slice_with(namespace, name, pods, &[], Some(app_protocol)));
+    yaml
+}
+
+fn endpoint_slice_with(
+    namespace: &str,
+    service: &str,
+    ready: &[SocketAddr],
+    not_ready: &[SocketAddr],
+    app_protocol: Option<&str>,
+) -> String {
+    let app_protocol = app_protocol.map_or(String::new(), |p| format!("  appProtocol: {p}\n"));
     let mut out = String::new();
     let all = ready.iter().map(|a| (a, true)).chain(not_ready.iter().map(|a| (a, false)));
     for (index, (addr, is_ready)) in all.enumerate() {
         out.push_str(&format!(
-            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-{index}\n  namespace: {namespace}\n  labels:\n    kubernetes.io/service-name: {service}\naddressType: IPv4\nports:\n- name: http\n  port: {port}\n  protocol: TCP\nendpoints:\n- addresses:\n  - \"{ip}\"\n  conditions:\n    ready: {is_ready}\n  targetRef:\n    kind: Pod\n    name: {service}-pod-{index}\n    namespace: {namespace}\n---\n",
+            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-{index}\n  namespace: {namespace}\n  labels:\n    kubernetes.io/service-name: {service}\naddressType: IPv4\nports:\n- name: http\n  port: {port}\n  protocol: TCP\n{app_protocol}endpoints:\n- addresses:\n  - \"{ip}\"\n  conditions:\n    ready: {is_ready}\n  targetRef:\n    kind: Pod\n    name: {service}-pod-{index}\n    namespace: {namespace}\n---\n",
             port = addr.port(),
             ip = addr.ip(),
         ));
@@ -82,6 +105,75 @@ pub struct RouteSpec<'a> {
     pub labels: &'a [(&'a str, &'a str)],
     pub created: Option<&'a str>,
     pub extra_spec: &'a str,
+    /// `spec.tls`, when the route is edge, reencrypt or passthrough.
+    pub tls: Option<RouteTls<'a>>,
+}
+
+/// `spec.tls` of a route. PEM values are written as YAML block scalars.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RouteTls<'a> {
+    /// `edge`, `reencrypt` or `passthrough`.
+    pub termination: &'a str,
+    pub certificate: Option<&'a str>,
+    pub key: Option<&'a str>,
+    pub ca_certificate: Option<&'a str>,
+    pub destination_ca_certificate: Option<&'a str>,
+    /// `None`, `Allow` or `Redirect`.
+    pub insecure_edge_termination_policy: Option<&'a str>,
+}
+
+impl<'a> RouteTls<'a> {
+    pub fn edge() -> Self {
+        RouteTls { termination: "edge", ..RouteTls::default() }
+    }
+
+    pub fn reencrypt() -> Self {
+        RouteTls { termination: "reencrypt", ..RouteTls::default() }
+    }
+
+    pub fn passthrough() -> Self {
+        RouteTls { termination: "passthrough", ..RouteTls::default() }
+    }
+
+    /// With the route's own certificate and key.
+    pub fn with_certificate(self, certificate: &'a str, key: &'a str) -> Self {
+        RouteTls { certificate: Some(certificate), key: Some(key), ..self }
+    }
+
+    pub fn with_ca_certificate(self, ca_certificate: &'a str) -> Self {
+        RouteTls { ca_certificate: Some(ca_certificate), ..self }
+    }
+
+    pub fn with_destination_ca(self, destination_ca_certificate: &'a str) -> Self {
+        RouteTls { destination_ca_certificate: Some(destination_ca_certificate), ..self }
+    }
+
+    pub fn with_insecure_policy(self, policy: &'a str) -> Self {
+        RouteTls { insecure_edge_termination_policy: Some(policy), ..self }
+    }
+
+    /// The `  tls:` block, indented for `spec`.
+    pub fn yaml(&self) -> String {
+        let mut out = format!("  tls:\n    termination: {}\n", self.termination);
+        let pem_fields = [
+            ("certificate", self.certificate),
+            ("key", self.key),
+            ("caCertificate", self.ca_certificate),
+            ("destinationCACertificate", self.destination_ca_certificate),
+        ];
+        for (field, value) in pem_fields {
+            if let Some(pem) = value {
+                out.push_str(&format!("    {field}: |\n"));
+                for line in pem.trim_end().lines() {
+                    out.push_str(&format!("      {line}\n"));
+                }
+            }
+        }
+        if let Some(policy) = self.insecure_edge_termination_policy {
+            out.push_str(&format!("    insecureEdgeTerminationPolicy: {policy}\n"));
+        }
+        out
+    }
 }
 
 impl<'a> RouteSpec<'a> {
@@ -97,6 +189,7 @@ impl<'a> RouteSpec<'a> {
             labels: &[],
             created: None,
             extra_spec: "",
+            tls: None,
         }
     }
 
@@ -113,8 +206,9 @@ impl<'a> RouteSpec<'a> {
         if !self.labels.is_empty() {
             metadata.push_str(&format!("  labels:\n{}", map(self.labels)));
         }
+        let tls = self.tls.map_or(String::new(), |tls| tls.yaml());
         format!(
-            "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n{metadata}spec:\n  host: {:?}\n  path: {:?}\n  to:\n    kind: Service\n    name: {}\n    weight: {}\n{}---\n",
+            "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n{metadata}spec:\n  host: {:?}\n  path: {:?}\n  to:\n    kind: Service\n    name: {}\n    weight: {}\n{}{tls}---\n",
             self.host, self.path, self.service, self.weight, self.extra_spec
         )
     }

@@ -12,6 +12,7 @@ use crate::cargo::{build_binaries, debug_dir, workspace_root};
 use crate::setup;
 
 const HTTP_PORT: &str = "8080";
+const HTTPS_PORT: &str = "8443";
 const STATS_PORT: &str = "1936";
 const PODS: [&str; 3] = ["hello-1=127.0.0.1:18081", "hello-2=127.0.0.1:18082", "api-1=127.0.0.1:18083"];
 
@@ -36,15 +37,19 @@ pub fn run() -> anyhow::Result<()> {
     // Flags only where the environment does not already choose, so ROUTER_* variables still work here.
     default_flag(&mut router, "ROUTER_BIND_IP", "--listen-addr", "127.0.0.1");
     default_flag(&mut router, "ROUTER_SERVICE_HTTP_PORT", "--http-port", HTTP_PORT);
+    default_flag(&mut router, "ROUTER_SERVICE_HTTPS_PORT", "--https-port", HTTPS_PORT);
     default_flag(&mut router, "STATS_PORT", "--stats-port", STATS_PORT);
     let mut router = Owned(router.spawn().context("starting the router")?);
 
     wait_ready(&mut router.0)?;
     let http = std::env::var("ROUTER_SERVICE_HTTP_PORT").unwrap_or_else(|_| HTTP_PORT.into());
+    let https = std::env::var("ROUTER_SERVICE_HTTPS_PORT").unwrap_or_else(|_| HTTPS_PORT.into());
     let stats = std::env::var("STATS_PORT").unwrap_or_else(|_| STATS_PORT.into());
     println!(
-        "\nThe router serves deploy/examples/ on 127.0.0.1:{http} (admin on :{stats}). Try:\n\n  \
+        "\nThe router serves deploy/examples/ on 127.0.0.1:{http} and :{https} (admin on :{stats}). Try:\n\n  \
          curl -i -H 'Host: hello.apps.example.com' http://127.0.0.1:{http}/\n  \
+         curl -ik --resolve secure.apps.example.com:{https}:127.0.0.1 https://secure.apps.example.com:{https}/\n  \
+         curl -i -H 'Host: secure.apps.example.com' http://127.0.0.1:{http}/   (302 to https)\n  \
          curl -i -H 'Host: hello.apps.example.com' http://127.0.0.1:{http}/api/users\n  \
          curl -i -H 'Host: unknown.example.com' http://127.0.0.1:{http}/\n  \
          curl -s http://127.0.0.1:{stats}/metrics | grep router_http_requests\n\n\

@@ -70,6 +70,11 @@ impl EndpointHealth {
         }
     }
 
+    /// How long until the next active check is due (zero when it is due now).
+    pub fn next_check_in(&self) -> Duration {
+        Duration::from_millis(self.next_check_ms.load(Ordering::Relaxed).saturating_sub(now_ms()))
+    }
+
     /// True (and the next check scheduled `interval` later) when a check is due.
     pub fn check_due(&self, interval: Duration) -> bool {
         let now = now_ms();

@@ -14,6 +14,7 @@ pub use duration::{parse_haproxy_duration, DurationError, MAX_TIMEOUT};
 pub use routing::{RoutingArgs, RoutingError};
 pub use tls::{MutualTls, TlsArgs};
 
+use crate::policy::BalanceAlgorithm;
 use crate::source::{choose_source, SourceChoice, SourceChoiceError, SourceKind};
 use crate::xdp::{RouterServiceName, XdpMode};
 
@@ -151,6 +152,15 @@ impl Settings {
 
     pub fn https_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_addr, self.https_port)
+    }
+
+    /// `ROUTER_TCP_BALANCE_SCHEME` as an algorithm.
+    pub fn tcp_balance(&self) -> Result<BalanceAlgorithm, RoutingError> {
+        BalanceAlgorithm::parse(&self.tls.tcp_balance_scheme).ok_or_else(|| RoutingError::Value {
+            variable: "ROUTER_TCP_BALANCE_SCHEME",
+            value: self.tls.tcp_balance_scheme.clone(),
+            why: "expected source, roundrobin, leastconn or random".into(),
+        })
     }
 
     pub fn stats_addr(&self) -> SocketAddr {

@@ -148,6 +148,7 @@ impl RoutingArgs {
         }
         Ok(RouterDefaults {
             load_balance_algorithm,
+            tcp_balance: BalanceAlgorithm::Source,
             cookie_name: self.cookie_name.clone().filter(|n| !n.is_empty()),
             forwarded,
             server_timeout,
@@ -170,7 +171,7 @@ impl RoutingArgs {
         Ok(ProxyOptions { error_503, queue_timeout })
     }
 
-    pub fn client_timeouts(&self, http_request: Duration) -> ClientTimeouts {
-        ClientTimeouts { http_request, keep_alive: self.keep_alive_timeout }
+    pub fn client_timeouts(&self, http_request: Duration, proxy_protocol: bool) -> ClientTimeouts {
+        ClientTimeouts { http_request, keep_alive: self.keep_alive_timeout, proxy_protocol }
     }
 }

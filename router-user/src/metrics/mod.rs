@@ -45,6 +45,11 @@ impl BackendLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BackendOnlyLabels {
+    pub backend: Arc<str>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UpstreamErrorLabels {
     pub backend: Arc<str>,
     /// `connect`, `timeout` or `response`.
@@ -71,8 +76,25 @@ pub struct RefusedLabels {
     pub reason: &'static str,
 }
 
+/// Why a :443 connection ended before any route served it (`timeout`, `not_tls`, `malformed`, ... or
+/// `handshake` for a failed TLS handshake, `no_endpoint` for a passthrough route without a pod).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TlsFailureLabels {
+    pub reason: &'static str,
+}
+
+/// Bytes relayed for passthrough routes, by backend and direction (`in` from clients, `out` to them).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PassthroughLabels {
+    pub backend: Arc<str>,
+    pub direction: &'static str,
+}
+
 pub struct Metrics {
     registry: Registry,
+    pub tls_failures: Family<TlsFailureLabels, Counter>,
+    pub passthrough_connections: Family<BackendOnlyLabels, Counter>,
+    pub passthrough_bytes: Family<PassthroughLabels, Counter>,
     pub refused: Family<RefusedLabels, Counter>,
     pub route_warnings: Counter,
     pub http_requests: Family<RequestLabels, Counter>,
@@ -144,8 +166,29 @@ impl Default for Metrics {
             "Writes of this router's entry in route status, by result",
             route_status_writes.clone(),
         );
+        let tls_failures = Family::<TlsFailureLabels, Counter>::default();
+        registry.register(
+            "router_tls_connection_failures",
+            "Connections on the HTTPS listener closed before a route served them, by reason",
+            tls_failures.clone(),
+        );
+        let passthrough_connections = Family::<BackendOnlyLabels, Counter>::default();
+        registry.register(
+            "router_passthrough_connections",
+            "Passthrough connections relayed to a pod, by backend",
+            passthrough_connections.clone(),
+        );
+        let passthrough_bytes = Family::<PassthroughLabels, Counter>::default();
+        registry.register(
+            "router_passthrough_bytes",
+            "Bytes relayed for passthrough routes, by backend and direction",
+            passthrough_bytes.clone(),
+        );
         Self {
             registry,
+            tls_failures,
+            passthrough_connections,
+            passthrough_bytes,
             refused,
             route_warnings,
             http_requests,

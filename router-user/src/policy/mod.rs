@@ -7,6 +7,7 @@ mod balance;
 mod cookie;
 mod forwarded;
 pub mod header_actions;
+mod hsts;
 mod rate_limit;
 
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub use balance::BalanceAlgorithm;
 pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, SameSite};
 pub use forwarded::ForwardedPolicy;
 pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};
+pub use hsts::parse_hsts;
 pub use rate_limit::RateLimits;
 
 use crate::config::parse_haproxy_duration;
@@ -37,12 +39,15 @@ pub const SET_FORWARDED_HEADERS: &str = "haproxy.router.openshift.io/set-forward
 pub const REWRITE_TARGET: &str = "haproxy.router.openshift.io/rewrite-target";
 pub const POD_CONCURRENT_CONNECTIONS: &str = "haproxy.router.openshift.io/pod-concurrent-connections";
 pub const HEALTH_CHECK_INTERVAL: &str = "router.openshift.io/haproxy.health.check.interval";
+pub const HSTS_HEADER: &str = "haproxy.router.openshift.io/hsts_header";
 
 /// Router-wide defaults that routes inherit.
 #[derive(Clone, Debug)]
 pub struct RouterDefaults {
     /// `ROUTER_LOAD_BALANCE_ALGORITHM` (random): used when a route has one service with weight.
     pub load_balance_algorithm: BalanceAlgorithm,
+    /// `ROUTER_TCP_BALANCE_SCHEME` (source): passthrough routes without a balance annotation.
+    pub tcp_balance: BalanceAlgorithm,
     /// `ROUTER_COOKIE_NAME`.
     pub cookie_name: Option<String>,
     /// `ROUTER_SET_FORWARDED_HEADERS`.
@@ -59,6 +64,7 @@ impl Default for RouterDefaults {
     fn default() -> Self {
         Self {
             load_balance_algorithm: BalanceAlgorithm::Random,
+            tcp_balance: BalanceAlgorithm::Source,
             cookie_name: None,
             forwarded: ForwardedPolicy::Append,
             server_timeout: Duration::from_secs(30),
@@ -86,6 +92,8 @@ pub struct RoutePolicy {
     pub rewrite_target: Option<String>,
     pub pod_max_connections: Option<u32>,
     pub health_check_interval: Duration,
+    /// Strict-Transport-Security for responses on terminated TLS connections.
+    pub hsts: Option<http::HeaderValue>,
 }
 
 impl RoutePolicy {
@@ -103,12 +111,15 @@ impl RoutePolicy {
             warnings.push(format!("annotation {name}={value:?}: {why}; using the default"))
         };
 
+        let tls = route.spec.tls.as_ref();
+        let passthrough = tls.is_some_and(|t| t.termination == "passthrough");
+        let fallback = if passthrough { defaults.tcp_balance } else { default_balance(weighted_services, defaults) };
         let balance = match get(BALANCE) {
             Some(value) => BalanceAlgorithm::parse(value).unwrap_or_else(|| {
                 warn(BALANCE, value, "unknown algorithm");
-                default_balance(weighted_services, defaults)
+                fallback
             }),
-            None => default_balance(weighted_services, defaults),
+            None => fallback,
         };
 
         let duration = |name: &str, default: Duration, warn: &mut dyn FnMut(&str, &str, &str)| match get(name) {
@@ -162,6 +173,12 @@ impl RoutePolicy {
         let pod_max_connections = number(POD_CONCURRENT_CONNECTIONS, &mut warn).filter(|n| *n > 0);
 
         let rewrite_target = get(REWRITE_TARGET).map(str::to_string);
+        let hsts = match get(HSTS_HEADER) {
+            Some(value) if tls.is_some() && !passthrough => parse_hsts(value)
+                .map_err(|why| warnings.push(format!("annotation {HSTS_HEADER}={value:?}: {why}; not sent")))
+                .ok(),
+            _ => None,
+        };
 
         let (mut request_headers, mut response_headers) =
             (defaults.request_headers.clone(), defaults.response_headers.clone());
@@ -189,6 +206,7 @@ impl RoutePolicy {
             rewrite_target,
             pod_max_connections,
             health_check_interval,
+            hsts,
         };
         (policy, warnings)
     }

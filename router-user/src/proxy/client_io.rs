@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -22,6 +22,8 @@ const IDLE: u8 = 2;
 #[derive(Debug)]
 pub struct ConnectionClock {
     phase: AtomicU8,
+    /// Requests being served (HTTP/2 serves several at once).
+    active: AtomicU32,
     /// Milliseconds since `opened` when the current phase began.
     since_ms: AtomicU64,
     opened: Instant,
@@ -29,17 +31,25 @@ pub struct ConnectionClock {
 
 impl ConnectionClock {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { phase: AtomicU8::new(AWAITING_HEAD), since_ms: AtomicU64::new(0), opened: Instant::now() })
+        Arc::new(Self {
+            phase: AtomicU8::new(AWAITING_HEAD),
+            active: AtomicU32::new(0),
+            since_ms: AtomicU64::new(0),
+            opened: Instant::now(),
+        })
     }
 
     /// A request head arrived: no client timer while it is served.
     pub fn request_started(&self) {
+        self.active.fetch_add(1, Ordering::AcqRel);
         self.phase.store(BUSY, Ordering::Release);
     }
 
-    /// The response head went out: the connection idles until the next request.
+    /// The response head went out: when no other request is in flight, the connection idles until the next.
     pub fn request_finished(&self) {
-        self.set(IDLE);
+        if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.set(IDLE);
+        }
     }
 
     fn set(&self, phase: u8) {

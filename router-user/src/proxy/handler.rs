@@ -13,8 +13,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::header;
-use http::{Request, Response, StatusCode, Uri};
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode, Uri, Version};
 use http_body_util::{Either, Empty};
 use hyper::body::{Body, Incoming};
 use hyper::upgrade::OnUpgrade;
@@ -27,11 +27,14 @@ use super::response::{bad_request, gateway_error, redirect_to_https, unavailable
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::tunnel::tunnel;
-use super::upstream::{Upstream, UpstreamBody, UpstreamError};
+use super::upstream::{Upstream, UpstreamBody, UpstreamError, Via};
 use crate::metrics::{BackendLabels, Metrics, RefusedLabels, UpstreamErrorLabels};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTicket, Refused};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
+
+/// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
+const X_FORWARDED_PROTO_VERSION: HeaderName = HeaderName::from_static("x-forwarded-proto-version");
 
 /// At most this many endpoints are tried for one request (HAProxy: `retries 3` with `option redispatch`).
 const MAX_ATTEMPTS: usize = 3;
@@ -56,12 +59,18 @@ pub struct HttpProxy {
 /// connection limits count it.
 pub struct ClientConnection {
     pub info: ConnectionInfo,
+    /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
+    pub tls_headers: Vec<(HeaderName, HeaderValue)>,
     tickets: Mutex<Vec<(usize, ConnectionTicket)>>,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tickets: Mutex::new(Vec::new()) }
+        Self { info, tls_headers: Vec::new(), tickets: Mutex::new(Vec::new()) }
+    }
+
+    fn is_tls(&self) -> bool {
+        self.info.proto == "https"
     }
 }
 
@@ -104,27 +113,42 @@ impl HttpProxy {
         }
         let Some(raw_host) = request_host(&request) else { return unrouted(self.unavailable()) };
         let host = normalize_request_host(&raw_host).into_owned();
-        let Some(backend) = self.table.load().lookup(&host, request.uri().path()).cloned() else {
+        let table = self.table.load();
+        let rules = if connection.is_tls() { &table.https } else { &table.http };
+        let Some(backend) = rules.lookup(&host, request.uri().path()).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
             return unrouted(self.unavailable());
         };
         self.protect(&backend, connection)?;
         let response = match backend.action {
-            HttpAction::NotOnHttp => self.unavailable(),
-            HttpAction::RedirectToHttps => {
+            HttpAction::NotOnHttp if !connection.is_tls() => self.unavailable(),
+            HttpAction::RedirectToHttps if !connection.is_tls() => {
                 let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
                 redirect_to_https(&host, target)
             }
-            HttpAction::Forward => {
+            _ => {
                 let lowered = raw_host.to_ascii_lowercase();
                 let upgrade = is_upgrade(request.headers());
-                rewrite_headers(request.headers_mut(), upgrade, &connection.info, &lowered, &backend.policy);
+                let trailers = wants_trailers(&request);
+                let h2 = request.version() == Version::HTTP_2;
+                let headers = request.headers_mut();
+                rewrite_headers(headers, upgrade, &connection.info, &lowered, &backend.policy);
+                for (name, value) in &connection.tls_headers {
+                    headers.insert(name.clone(), value.clone());
+                }
+                if h2 {
+                    headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static("h2"));
+                }
+                if trailers {
+                    // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
+                    headers.insert(header::TE, HeaderValue::from_static("trailers"));
+                }
                 if let Some(target) = &backend.policy.rewrite_target {
                     if let Some(uri) = rewrite_target(request.uri(), &backend.path, target) {
                         *request.uri_mut() = uri;
                     }
                 }
-                self.forward(&backend, connection.info.client.ip(), request).await
+                self.forward(&backend, connection, request).await
             }
         };
         Ok((backend.labels.clone(), response))
@@ -159,9 +183,10 @@ impl HttpProxy {
     async fn forward(
         &self,
         backend: &Arc<Backend>,
-        client: IpAddr,
+        connection: &ClientConnection,
         mut request: Request<Incoming>,
     ) -> Response<ProxyBody> {
+        let client = connection.info.client.ip();
         let client_upgrade: Option<OnUpgrade> = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
         let cookie = backend.policy.cookie.as_ref();
         let client_cookie = cookie.and_then(|c| cookie_value(request.headers(), &c.name));
@@ -188,10 +213,19 @@ impl HttpProxy {
             let endpoint = lease.endpoint();
             let mut upstream_request = Request::from_parts(parts.clone(), upstream_body(&mut body));
             *upstream_request.uri_mut() = upstream_uri(endpoint.addr, &parts.uri);
-            match self.upstream.send(upstream_request, backend.policy.server_timeout).await {
+            let via = match (&backend.reencrypt, endpoint.h2c) {
+                (Some(reencrypt), _) => Via::Reencrypt(reencrypt),
+                (None, true) => Via::H2c,
+                (None, false) => Via::Http1,
+            };
+            match self.upstream.send(upstream_request, via, backend.policy.server_timeout).await {
                 Ok(response) => {
                     endpoint.health.mark_up();
-                    return self.respond(backend, response, lease, client_cookie, client_upgrade);
+                    let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
+                    if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
+                        response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
+                    }
+                    return response;
                 }
                 Err(error) => {
                     let labels = UpstreamErrorLabels { backend: backend.labels.backend.clone(), kind: error.kind() };
@@ -277,6 +311,15 @@ fn refused_reason(refused: Refused) -> &'static str {
 fn request_host(request: &Request<Incoming>) -> Option<String> {
     let from_header = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     from_header.map(str::to_string).or_else(|| request.uri().authority().map(|a| a.as_str().to_string()))
+}
+
+/// The client asked for trailers (`TE: trailers`), as gRPC clients do.
+fn wants_trailers(request: &Request<Incoming>) -> bool {
+    request
+        .headers()
+        .get_all(header::TE)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers"))))
 }
 
 /// HAProxy (and so the OpenShift router) refuses `Content-Length:` with an empty value.

@@ -1,28 +1,31 @@
-//! Accepting client connections and serving HTTP/1.1 on each, with keep-alive, upgrades, a request-head
-//! timeout, and graceful shutdown (stop accepting, let in-flight requests finish, close idle connections).
+//! Accepting client connections on :80 (and, through `accept_loop`, on :443): an optional PROXY protocol
+//! header first, then HTTP/1.1 with keep-alive, upgrades, client timers and graceful shutdown (stop
+//! accepting, let in-flight requests finish, close idle connections).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info_span, warn, Instrument};
 
-use super::client_io::{ClientIo, ConnectionClock};
+use super::connection::{serve_client, HttpVersion};
 use super::forwarded::ConnectionInfo;
 use super::handler::{ClientConnection, HttpProxy};
+use super::prefixed::Prefixed;
+use super::proxy_protocol::read_proxy_header;
 
-/// Client-side timers of the HTTP listener.
+/// Client-side settings of the HTTP and HTTPS listeners.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientTimeouts {
-    /// A request head must be complete within this (slowloris protection).
+    /// A request head must be complete within this (slowloris protection); also the limit for a PROXY header.
     pub http_request: Duration,
     /// An idle keep-alive connection is closed after this.
     pub keep_alive: Duration,
+    /// `ROUTER_USE_PROXY_PROTOCOL`: every connection starts with a PROXY v1/v2 header naming the client.
+    pub proxy_protocol: bool,
 }
 
 /// Serves connections accepted on `listener` until `shutdown` turns true, then waits up to `drain` for open
@@ -31,9 +34,23 @@ pub async fn serve_http(
     listener: TcpListener,
     proxy: Arc<HttpProxy>,
     timeouts: ClientTimeouts,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
     drain: Duration,
 ) {
+    let stop = shutdown.clone();
+    accept_loop(listener, stop, drain, move |stream, client| {
+        serve_plain(stream, client, proxy.clone(), timeouts, shutdown.clone())
+    })
+    .await
+}
+
+/// Accepts until `shutdown`, running `serve` for each connection in its own task, then waits up to `drain`
+/// for those tasks.
+pub async fn accept_loop<F, Fut>(listener: TcpListener, mut shutdown: watch::Receiver<bool>, drain: Duration, serve: F)
+where
+    F: Fn(TcpStream, SocketAddr) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     // Every connection task holds a sender; when all are dropped, `recv` returns None.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
     loop {
@@ -41,7 +58,8 @@ pub async fn serve_http(
             _ = stop_requested(&mut shutdown) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, client)) => {
-                    let task = serve_connection(stream, client, proxy.clone(), timeouts, shutdown.clone());
+                    let _ = stream.set_nodelay(true);
+                    let task = serve(stream, client);
                     let alive = alive_tx.clone();
                     tokio::spawn(async move {
                         task.await;
@@ -63,53 +81,39 @@ pub async fn serve_http(
     }
 }
 
-async fn serve_connection(
-    stream: TcpStream,
-    client: SocketAddr,
-    proxy: Arc<HttpProxy>,
-    timeouts: ClientTimeouts,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let Ok(local) = stream.local_addr() else { return };
-    let _ = stream.set_nodelay(true);
-    let state = Arc::new(ClientConnection::new(ConnectionInfo { client, local, proto: "http" }));
-    let clock = ConnectionClock::new();
-    let io = ClientIo::new(stream, clock.clone(), timeouts.http_request, timeouts.keep_alive);
-    let span = info_span!("conn", %client);
-    async move {
-        let service = service_fn(move |request| {
-            let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
-            async move {
-                clock.request_started();
-                let response = proxy.handle(&state, request).await;
-                // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
-                let upgraded = matches!(&response, Ok(r) if r.status() == http::StatusCode::SWITCHING_PROTOCOLS);
-                if !upgraded {
-                    clock.request_finished();
-                }
-                response
-            }
-        });
-        let connection = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .keep_alive(true)
-            .serve_connection(TokioIo::new(io), service)
-            .with_upgrades();
-        tokio::pin!(connection);
-        let result = tokio::select! {
-            result = connection.as_mut() => result,
-            _ = stop_requested(&mut shutdown) => {
-                // Finish the request in flight, then close instead of waiting for the next one.
-                connection.as_mut().graceful_shutdown();
-                connection.await
-            }
-        };
-        if let Err(error) = result {
-            debug!(%error, "connection ended with an error");
+/// The client address a connection's requests are attributed to, and the bytes already read past a PROXY
+/// header. `None`: the connection must be closed (no valid header when one is required).
+pub async fn client_of(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    timeouts: &ClientTimeouts,
+) -> Option<(SocketAddr, Vec<u8>)> {
+    if !timeouts.proxy_protocol {
+        return Some((peer, Vec::new()));
+    }
+    match read_proxy_header(stream, timeouts.http_request).await {
+        // LOCAL (health checks from the balancer itself) and UNKNOWN carry no client: the peer stands.
+        Ok(header) => Some((header.source.unwrap_or(peer), header.leftover)),
+        Err(error) => {
+            debug!(%peer, %error, "connection without a valid PROXY header closed");
+            None
         }
     }
-    .instrument(span)
-    .await
+}
+
+async fn serve_plain(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    proxy: Arc<HttpProxy>,
+    timeouts: ClientTimeouts,
+    shutdown: watch::Receiver<bool>,
+) {
+    let Ok(local) = stream.local_addr() else { return };
+    let Some((client, leftover)) = client_of(&mut stream, peer, &timeouts).await else { return };
+    let state = ClientConnection::new(ConnectionInfo { client, local, proto: "http" });
+    let io = Prefixed::new(leftover, stream);
+    let span = info_span!("conn", %client);
+    serve_client(io, state, proxy, timeouts, shutdown, HttpVersion::Http1).instrument(span).await
 }
 
 /// Resolves once `shutdown` is (or becomes) true, or its sender is gone.

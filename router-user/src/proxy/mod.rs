@@ -1,19 +1,28 @@
 //! The HTTP listener (:80): accept, route by Host and path, forward to pods, answer for failures.
 
 mod client_io;
+mod connection;
 mod forwarded;
 mod handler;
 mod headers;
 mod lease;
 mod listener;
+mod prefixed;
+mod proxy_protocol;
 mod response;
 mod rewrite;
 mod sticky;
 mod tunnel;
 mod upstream;
+mod upstream_tls;
 
+pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
+pub use handler::ClientConnection;
 pub use handler::{HttpProxy, ProxyOptions};
-pub use listener::{serve_http, stop_requested, ClientTimeouts};
+pub use listener::{accept_loop, client_of, serve_http, stop_requested, ClientTimeouts};
+pub use prefixed::Prefixed;
+pub use proxy_protocol::{read_proxy_header, ProxyHeader, ProxyProtocolError};
 pub use response::{ErrorFile, ProxyBody};
-pub use upstream::Upstream;
+pub use upstream::{Upstream, Via};
+pub use upstream_tls::ReencryptUpstream;

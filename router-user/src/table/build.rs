@@ -2,53 +2,88 @@
 //! route gets its endpoints (weighted by OpenShift's arithmetic), its policy and its balancer; each host's
 //! paths are ordered for matching.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
 
 use super::endpoints::EndpointIndex;
-use super::{Backend, Endpoint, HttpAction, PathRule, RoutePath, RouteTable};
+use super::tls_material::{RouteTls, TlsBuild};
+use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
 use crate::admission::{admit, wildcard_domain, AdmissionSettings, Admitted};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::BackendLabels;
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
+use crate::tls::CertStore;
 
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
     pub allow_loopback_endpoints: bool,
     pub admission: AdmissionSettings,
     pub defaults: RouterDefaults,
+    pub tls: TlsBuild,
 }
 
-/// Builds the table for `snapshot`. Pure: no I/O, safe to run on a blocking thread.
+/// Builds the table for `snapshot`. No I/O, safe to run on a blocking thread; certificates and reencrypt
+/// connection pools are memoised in `options.tls` across builds.
 pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> RouteTable {
-    let admission = admit(snapshot, &options.admission);
+    let mut admission = admit(snapshot, &options.admission);
     let index = EndpointIndex::new(snapshot, options.allow_loopback_endpoints);
-    let mut hosts: HashMap<String, Vec<PathRule>> = HashMap::new();
-    let mut wildcards: HashMap<String, Vec<PathRule>> = HashMap::new();
+    let (mut http, mut https, mut passthrough) = (HostRules::default(), HostRules::default(), HostRules::default());
+    let mut certs = options.tls.default_certificate.clone().map(CertStore::new);
+    let mut certified_hosts = HashSet::new();
     let mut warnings = Vec::new();
 
     for admitted in &admission.admitted {
-        let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults);
-        warnings.extend(route_warnings.into_iter().map(|w| (admitted.key.clone(), w)));
-        let rules = if admitted.wildcard {
-            wildcards.entry(wildcard_domain(&admitted.host).to_string()).or_default()
-        } else {
-            hosts.entry(admitted.host.clone()).or_default()
+        // The extended validation runs last in OpenShift's chain: a route refused here has already claimed
+        // its host.
+        let tls = match options.tls.route(admitted, &snapshot.secrets) {
+            Ok(tls) => tls,
+            Err(rejection) => {
+                if let Some(outcome) = admission.outcomes.iter_mut().find(|o| &o.key == admitted.key) {
+                    outcome.result = Err(rejection);
+                }
+                continue;
+            }
         };
-        // Two admitted routes can differ in raw path ("" and "/") yet match the same requests: the older
-        // one, added first, keeps them.
-        if !rules.iter().any(|rule| rule.path == backend.path) {
-            rules.push(PathRule { path: backend.path.clone(), backend: Arc::new(backend) });
+        let (host, wildcard) = (admitted.host.as_str(), admitted.wildcard);
+        let certificate = tls.certificate.clone();
+        let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults, tls);
+        warnings.extend(route_warnings.into_iter().map(|w| (admitted.key.clone(), w)));
+        let backend = Arc::new(backend);
+        match backend.termination {
+            Some(Termination::Passthrough) => passthrough.insert(host, wildcard, backend.clone()),
+            Some(Termination::Edge | Termination::Reencrypt) => {
+                https.insert(host, wildcard, backend.clone());
+                // The oldest route of a host serves its certificate.
+                if let (Some(store), Some(key)) = (certs.as_mut(), certificate) {
+                    if certified_hosts.insert((host.to_string(), wildcard)) {
+                        match wildcard {
+                            true => store.insert_wildcard(wildcard_domain(host), key),
+                            false => store.insert_exact(host, key),
+                        }
+                    }
+                }
+            }
+            None => {}
         }
+        http.insert(host, wildcard, backend);
     }
-    for rules in hosts.values_mut().chain(wildcards.values_mut()) {
-        rules.sort_by(|a, b| a.path.match_order(&b.path));
+    options.tls.sweep();
+    for rules in [&mut http, &mut https, &mut passthrough] {
+        rules.sort();
     }
-    RouteTable { generation, hosts, wildcards, outcomes: admission.outcomes, warnings }
+    RouteTable {
+        generation,
+        http,
+        https,
+        passthrough,
+        certs: certs.map(Arc::new),
+        outcomes: admission.outcomes,
+        warnings,
+    }
 }
 
 /// What :80 does with a route, from its TLS settings (admission already refused invalid combinations).
@@ -65,6 +100,7 @@ fn backend_for(
     admitted: &Admitted<'_>,
     index: &EndpointIndex<'_>,
     defaults: &RouterDefaults,
+    tls: RouteTls,
 ) -> (Backend, Vec<String>) {
     let (key, route) = (admitted.key, admitted.route);
     let target_port = route.spec.port.as_ref().map(|p| &p.target_port);
@@ -93,11 +129,17 @@ fn backend_for(
                 health: EndpointHealth::default(),
                 in_flight: InFlight::default(),
                 slots: policy.pod_max_connections.map(|max| ConnectionSlots::new(max, freed.clone())),
+                h2c: endpoint.h2c,
             });
         }
     }
 
-    let prefix = if route.spec.tls.is_some() { "be_edge_http" } else { "be_http" };
+    let prefix = match tls.termination {
+        None => "be_http",
+        Some(Termination::Edge) => "be_edge_http",
+        Some(Termination::Reencrypt) => "be_secure",
+        Some(Termination::Passthrough) => "be_tcp",
+    };
     let backend = Backend {
         route: key.clone(),
         path: RoutePath::new(route.spec.path.as_deref()),
@@ -107,6 +149,8 @@ fn backend_for(
             route: key.name.as_str().into(),
         },
         action: http_action(route),
+        termination: tls.termination,
+        reencrypt: tls.reencrypt,
         balancer: Balancer::new(policy.balance, &endpoints),
         limiter: policy.rate_limits.is_active().then(|| RateLimiter::new(policy.rate_limits)),
         endpoints,

@@ -19,6 +19,8 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 pub struct ServiceEndpoint {
     pub addr: SocketAddr,
     pub id: String,
+    /// The port's appProtocol asks for HTTP/2 without TLS.
+    pub h2c: bool,
 }
 
 /// Slices grouped by the service they belong to, built once per table.
@@ -83,8 +85,9 @@ impl<'a> EndpointIndex<'a> {
                     continue;
                 }
                 let pod = pod_name(endpoint.target_ref.as_ref());
+                let port = PortInfo { name, number, h2c: is_h2c(port.app_protocol.as_deref()) };
                 for address in &endpoint.addresses {
-                    self.push(service, pod, name, address, number, out);
+                    self.push(service, pod, &port, address, out);
                 }
             }
         }
@@ -103,9 +106,10 @@ impl<'a> EndpointIndex<'a> {
                 if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, port.port) {
                     continue;
                 }
+                let info = PortInfo { name, number: port.port, h2c: is_h2c(port.app_protocol.as_deref()) };
                 for address in subset.addresses.iter().flatten() {
                     let pod = pod_name(address.target_ref.as_ref());
-                    self.push(service, pod, name, &address.ip, port.port, out);
+                    self.push(service, pod, &info, &address.ip, out);
                 }
             }
         }
@@ -115,12 +119,12 @@ impl<'a> EndpointIndex<'a> {
         &self,
         service: &ObjectKey,
         pod: Option<&str>,
-        port_name: &str,
+        port_info: &PortInfo<'_>,
         address: &str,
-        port: i32,
         out: &mut Vec<ServiceEndpoint>,
     ) {
-        let (Ok(ip), Ok(port)) = (address.parse::<IpAddr>(), u16::try_from(port)) else { return };
+        let port_name = port_info.name;
+        let (Ok(ip), Ok(port)) = (address.parse::<IpAddr>(), u16::try_from(port_info.number)) else { return };
         if !is_routable(ip, self.allow_loopback) {
             return;
         }
@@ -128,8 +132,20 @@ impl<'a> EndpointIndex<'a> {
             Some(pod) => format!("pod:{pod}:{}:{port_name}:{ip}:{port}", service.name),
             None => format!("ept:{}:{port_name}:{ip}:{port}", service.name),
         };
-        out.push(ServiceEndpoint { addr: SocketAddr::new(ip, port), id });
+        out.push(ServiceEndpoint { addr: SocketAddr::new(ip, port), id, h2c: port_info.h2c });
     }
+}
+
+/// An endpoint port as the server id and the upstream protocol need it.
+struct PortInfo<'a> {
+    name: &'a str,
+    number: i32,
+    h2c: bool,
+}
+
+/// appProtocol values that mean HTTP/2 over cleartext with prior knowledge.
+fn is_h2c(app_protocol: Option<&str>) -> bool {
+    matches!(app_protocol, Some("h2c" | "kubernetes.io/h2c"))
 }
 
 fn is_tcp(protocol: Option<&str>) -> bool {

@@ -8,10 +8,15 @@ mod conformance_tests;
 mod endpoints;
 mod host;
 mod path;
+mod rules;
+mod tls_material;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+use crate::proxy::ReencryptUpstream;
+use crate::tls::CertStore;
 
 use arc_swap::ArcSwap;
 
@@ -26,6 +31,8 @@ pub use build::{build, BuildOptions};
 pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
 pub use host::{is_dns1123_subdomain, normalize_request_host};
 pub use path::RoutePath;
+pub use rules::HostRules;
+pub use tls_material::{RouteTls, TlsBuild};
 
 /// The live table, swapped whole on every rebuild.
 pub type TableHandle = Arc<ArcSwap<RouteTable>>;
@@ -41,6 +48,28 @@ pub enum HttpAction {
     NotOnHttp,
 }
 
+/// Where a TLS route's connections are terminated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// By the router; plain HTTP to the pod.
+    Edge,
+    /// By the router, then TLS again to the pod.
+    Reencrypt,
+    /// By the pod: the router relays TCP chosen by SNI.
+    Passthrough,
+}
+
+impl Termination {
+    pub fn parse(value: &str) -> Option<Termination> {
+        match value {
+            "edge" => Some(Termination::Edge),
+            "reencrypt" => Some(Termination::Reencrypt),
+            "passthrough" => Some(Termination::Passthrough),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Endpoint {
     pub addr: SocketAddr,
@@ -54,6 +83,8 @@ pub struct Endpoint {
     pub in_flight: InFlight,
     /// `pod-concurrent-connections`: the cap on requests in flight, when set.
     pub slots: Option<ConnectionSlots>,
+    /// The endpoint port's appProtocol is `h2c` (or `kubernetes.io/h2c`): HTTP/2 without TLS to the pod.
+    pub h2c: bool,
 }
 
 impl Candidate for Endpoint {
@@ -79,6 +110,10 @@ pub struct Backend {
     /// Backend name `be_http:<ns>:<name>` (or `be_edge_http:`), namespace and route name, for metrics.
     pub labels: BackendLabels,
     pub action: HttpAction,
+    /// `spec.tls.termination`; `None` for plain HTTP routes.
+    pub termination: Option<Termination>,
+    /// Reencrypt routes: how the router speaks TLS to the pods.
+    pub reencrypt: Option<Arc<ReencryptUpstream>>,
     pub endpoints: Vec<Endpoint>,
     pub policy: RoutePolicy,
     /// Per-client limits, when the route asks for them.
@@ -116,39 +151,28 @@ fn has_slot(endpoint: &Endpoint) -> bool {
 #[derive(Debug, Default)]
 pub struct RouteTable {
     pub generation: u64,
-    /// Exact host -> path rules in match order (longest prefix first).
-    hosts: HashMap<String, Vec<PathRule>>,
-    /// Wildcard domain (`example.com` for `*.example.com`) -> path rules; tried after exact hosts.
-    wildcards: HashMap<String, Vec<PathRule>>,
+    /// Every admitted route, for :80.
+    pub http: HostRules,
+    /// Edge and reencrypt routes, for requests on terminated :443 connections.
+    pub https: HostRules,
+    /// Passthrough routes by SNI (no paths).
+    pub passthrough: HostRules,
+    /// Certificates served on :443 (route certificates and the default), when TLS is configured.
+    pub certs: Option<Arc<CertStore>>,
     pub outcomes: Vec<RouteOutcome>,
     /// Annotation values that could not be used, per route.
     pub warnings: Vec<(ObjectKey, String)>,
 }
 
-#[derive(Debug)]
-struct PathRule {
-    path: RoutePath,
-    backend: Arc<Backend>,
-}
-
-fn first_match<'t>(rules: &'t [PathRule], path: &str) -> Option<&'t Arc<Backend>> {
-    rules.iter().find(|rule| rule.path.matches(path)).map(|rule| &rule.backend)
-}
-
 impl RouteTable {
-    /// The route serving `host` (already normalised) and `path` (no query string), if any: exact host
-    /// rules first, then the wildcard rules of the host's parent domain.
+    /// The route serving a :80 request for `host` (already normalised) and `path` (no query string).
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        if let Some(found) = self.hosts.get(host).and_then(|rules| first_match(rules, path)) {
-            return Some(found);
-        }
-        let domain = host.split_once('.').map(|(_, domain)| domain)?;
-        self.wildcards.get(domain).and_then(|rules| first_match(rules, path))
+        self.http.lookup(host, path)
     }
 
     /// Every admitted backend (for health checks and diagnostics).
     pub fn backends(&self) -> impl Iterator<Item = &Arc<Backend>> {
-        self.hosts.values().chain(self.wildcards.values()).flatten().map(|rule| &rule.backend)
+        self.http.backends()
     }
 
     /// Takes over the health of endpoints that were already in `previous` (same route, same server id), so

@@ -1,3 +1,31 @@
 //! Certificates and rustls configurations: route certificates checked like the OpenShift router's extended
 //! validation, the default certificate, the per-table certificate store that :443 serves from, the server
 //! configurations (versions, ciphers, ALPN, client certificates) and the reencrypt client configurations.
+
+mod base64;
+mod cert_cache;
+mod cert_error;
+mod certs;
+mod ciphers;
+mod client_cert;
+mod default_cert;
+mod pem;
+mod pod_verifier;
+mod policy;
+mod server_config;
+mod sha1;
+mod store;
+#[cfg(test)]
+mod test_pki;
+mod upstream_config;
+mod weak_signature;
+
+pub use cert_cache::CertCache;
+pub use cert_error::{CertError, TlsField, EXTENDED_VALIDATION_FAILED};
+pub use certs::{destination_ca, route_certificate};
+pub use client_cert::client_cert_headers;
+pub use default_cert::{default_certificate, fingerprint};
+pub use policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+pub use server_config::ServerConfigs;
+pub use store::{CertChoice, CertStore};
+pub use upstream_config::{load_ca_bundle, reencrypt_tls, ReencryptTls, Verification};

@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 
@@ -76,11 +76,22 @@ pub struct Options {
     pub http2: bool,
     /// `maxconn` (ROUTER_MAX_CONNECTIONS, default 50000; HAProxy needs about 2 file descriptors per connection).
     pub maxconn: u32,
+    /// TLS session resumption for clients (OpenShift's default). Off: `no-tls-tickets` and no session cache, so
+    /// every connection is a full handshake (the bench's full-handshake scenario).
+    pub tls_resumption: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { cookies: true, health_checks: true, threads: 4, http_balance: "random", http2: true, maxconn: 50_000 }
+        Options {
+            cookies: true,
+            health_checks: true,
+            threads: 4,
+            http_balance: "random",
+            http2: true,
+            maxconn: 50_000,
+            tls_resumption: true,
+        }
     }
 }
 
@@ -127,7 +138,10 @@ pub fn render(set: &RouteSet, layout: &Layout, options: &Options) -> Rendered {
                 maps.edge_reencrypt.push(format!("{regex} {backend}"));
                 if let Some(tls) = &route.tls {
                     let cert_file = format!("certs/{}.pem", route.key());
-                    files.push((cert_file.clone(), format!("{}\n{}", tls.certificate.trim(), tls.key.trim())));
+                    // As the OpenShift router writes it: certificate, key, then the CA certificate.
+                    let ca = tls.ca_certificate.as_deref().map_or(String::new(), |ca| format!("{}\n", ca.trim()));
+                    let pem = format!("{}\n{}\n{ca}", tls.certificate.trim(), tls.key.trim());
+                    files.push((cert_file.clone(), pem));
                     let alpn = if options.http2 { " [alpn h2,http/1.1]" } else { "" };
                     maps.certs.push(format!("{}{alpn} {}", layout.file(&cert_file), route.host));
                 }
@@ -238,7 +252,7 @@ global
   stats timeout 2m
   tune.bufsize 32768
   tune.maxrewrite 8192
-  ssl-default-bind-options ssl-min-ver TLSv1.2
+  ssl-default-bind-options ssl-min-ver TLSv1.2{no_tickets}
   ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256
   ssl-default-bind-ciphers {ciphers}
 
@@ -257,6 +271,7 @@ defaults
         threads = options.threads,
         maxconn = options.maxconn,
         ciphers = TLS12_CIPHERS,
+        no_tickets = if options.tls_resumption { "" } else { " no-tls-tickets\n  tune.ssl.cachesize 0" },
         socket = layout.stats_socket().display(),
     );
 }
@@ -448,31 +463,11 @@ fn server_id(route: &BenchRoute, pod: &str, ip: Ipv4Addr, port: u16) -> String {
     format!("pod:{pod}:{}:http:{ip}:{port}", route.service)
 }
 
-/// A self-signed RSA-2048 certificate for `*.<domain>` and `<domain>` (openssl CLI); returns (certificate, key).
-pub fn self_signed_certificate(dir: &Path, domain: &str) -> anyhow::Result<(String, String)> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cert = dir.join("cert.pem");
-    let key = dir.join("key.pem");
-    let status = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "30"])
-        .arg("-subj")
-        .arg(format!("/CN=*.{domain}"))
-        .arg("-addext")
-        .arg(format!("subjectAltName=DNS:*.{domain},DNS:{domain}"))
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .context("running openssl req (apt package openssl)")?;
-    anyhow::ensure!(status.success(), "openssl req failed ({status})");
-    let read = |path: &Path| std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()));
-    Ok((read(&cert)?, read(&key)?))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use super::super::pki::self_signed_certificate;
     use super::super::routes::{http_route, Pod, RouteTls};
     use super::*;
 
@@ -572,8 +567,14 @@ mod tests {
         let (certificate, key) = self_signed_certificate(&dir.join("tls"), "bench.example.com").expect("certificate");
         let layout = layout(&dir);
         std::fs::write(&layout.default_certificate, format!("{certificate}{key}")).expect("default cert");
-        let tls = RouteTls { certificate: certificate.clone(), key, destination_ca: Some(certificate) };
-        for options in [Options::default(), Options { cookies: false, health_checks: false, ..Options::default() }] {
+        let tls = RouteTls {
+            certificate: certificate.clone(),
+            key,
+            ca_certificate: Some(certificate.clone()),
+            destination_ca: Some(certificate),
+        };
+        let plain = Options { cookies: false, health_checks: false, tls_resumption: false, ..Options::default() };
+        for options in [Options::default(), plain] {
             let config = write(&mixed_set(Some(tls.clone())), &layout, &options).expect("write");
             let out =
                 std::process::Command::new("haproxy").arg("-c").arg("-f").arg(&config).output().expect("haproxy -c");

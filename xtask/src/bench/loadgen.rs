@@ -1,6 +1,7 @@
 //! The load generators: wrk (peak requests/s, latency distribution, connection-per-request, bulk) and h2load
 //! (latency at a fixed request rate), their exact command lines, and parsing of what they print.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -37,9 +38,18 @@ pub struct Wrk {
     pub script: Option<PathBuf>,
     /// `Connection: close` on every request: one connection per request.
     pub close: bool,
+    /// `--timeout` (wrk's default is 2 s: too short for a 64 MiB body on a shared core).
+    pub timeout: Option<Duration>,
+    /// Environment of the run (`OPENSSL_CONF` for TLS).
+    pub env: Vec<(String, String)>,
 }
 
 impl Wrk {
+    /// A keep-alive run with no script and wrk's defaults.
+    pub fn new(url: String, host: Option<String>, connections: u32, duration: Duration) -> Wrk {
+        Wrk { url, host, connections, duration, script: None, close: false, timeout: None, env: Vec::new() }
+    }
+
     pub fn args(&self) -> Vec<String> {
         let mut args = vec![
             "-c".into(),
@@ -50,6 +60,9 @@ impl Wrk {
             format!("-d{}s", self.duration.as_secs()),
             "--latency".into(),
         ];
+        if let Some(timeout) = self.timeout {
+            args.push(format!("--timeout={}s", timeout.as_secs()));
+        }
         if let Some(script) = &self.script {
             args.extend(["-s".into(), script.display().to_string()]);
         }
@@ -65,12 +78,14 @@ impl Wrk {
 
     /// The command as a shell line (for the results).
     pub fn command_line(&self) -> String {
-        shell_line("taskset", &self.args())
+        env_prefix(&self.env) + &shell_line("taskset", &self.args())
     }
 
     pub fn run(&self) -> anyhow::Result<WrkOutput> {
-        let limit = self.duration + RUN_SLACK;
-        let out = output_within(Command::new("taskset").args(self.args()), limit).context("running wrk")?;
+        let limit = self.duration + self.timeout.unwrap_or_default() + RUN_SLACK;
+        let mut command = Command::new("taskset");
+        command.args(self.args()).envs(self.env.iter().map(|(k, v)| (k, v)));
+        let out = output_within(&mut command, limit).context("running wrk")?;
         let text = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             bail!("wrk failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
@@ -170,33 +185,73 @@ fn bytes(text: &str) -> Option<f64> {
     Some(number * scale)
 }
 
-/// One h2load run at a fixed total request rate over HTTP/1.1 keep-alive.
+/// One h2load run: HTTP/1.1 keep-alive at a fixed total request rate, or HTTP/2 over TLS at peak.
 #[derive(Clone, Debug)]
 pub struct H2load {
     pub url: String,
     pub host: Option<String>,
     pub clients: u32,
-    /// Requests per second in total (spread over the clients).
-    pub rate: u32,
+    /// Requests per second in total (spread over the clients); none: as fast as it goes.
+    pub rate: Option<u32>,
+    /// HTTP/1.1 (`--h1`); else HTTP/2 (over TLS: by ALPN).
+    pub http1: bool,
+    /// Concurrent streams per HTTP/2 connection (`-m`).
+    pub streams: u32,
     pub duration: Duration,
     pub log: PathBuf,
+    /// Connect here whatever the URL's host is (the URL's host is the SNI).
+    pub connect_to: Option<SocketAddr>,
+    /// `OPENSSL_CONF` and the one TLS 1.3 cipher suite (h2load sets its own list, so it is passed too).
+    pub client_config: Option<PathBuf>,
 }
 
 impl H2load {
+    /// HTTP/1.1 keep-alive at `rate` requests/s in total.
+    pub fn fixed_rate(
+        url: String,
+        host: Option<String>,
+        clients: u32,
+        rate: u32,
+        duration: Duration,
+        log: PathBuf,
+    ) -> H2load {
+        H2load {
+            url,
+            host,
+            clients,
+            rate: Some(rate),
+            http1: true,
+            streams: 1,
+            duration,
+            log,
+            connect_to: None,
+            client_config: None,
+        }
+    }
+
     pub fn args(&self) -> Vec<String> {
-        let per_client = f64::from(self.rate) / f64::from(self.clients.max(1));
-        let mut args = vec![
-            "-c".into(),
-            CLIENT_CPU.to_string(),
-            "h2load".into(),
-            "--h1".into(),
-            "-t1".into(),
-            format!("-c{}", self.clients),
-            format!("--rps={per_client}"),
+        let mut args = vec!["-c".into(), CLIENT_CPU.to_string(), "h2load".into()];
+        if self.http1 {
+            args.push("--h1".into());
+        }
+        args.extend(["-t1".into(), format!("-c{}", self.clients)]);
+        if self.streams > 1 {
+            args.push(format!("-m{}", self.streams));
+        }
+        if let Some(rate) = self.rate {
+            args.push(format!("--rps={}", f64::from(rate) / f64::from(self.clients.max(1))));
+        }
+        args.extend([
             format!("-D{}", self.duration.as_secs()),
             "--warm-up-time=1".into(),
             format!("--log-file={}", self.log.display()),
-        ];
+        ]);
+        if self.client_config.is_some() {
+            args.push(format!("--tls13-ciphers={}", super::tls::CIPHERSUITE));
+        }
+        if let Some(addr) = self.connect_to {
+            args.push(format!("--connect-to={addr}"));
+        }
         if let Some(host) = &self.host {
             // h2load builds Host from :authority; a `host:` header would be sent as a second Host (400).
             args.extend(["-H".into(), format!(":authority: {host}")]);
@@ -205,14 +260,20 @@ impl H2load {
         args
     }
 
+    fn env(&self) -> Vec<(String, String)> {
+        self.client_config.iter().map(|c| ("OPENSSL_CONF".to_string(), c.display().to_string())).collect()
+    }
+
     pub fn command_line(&self) -> String {
-        shell_line("taskset", &self.args())
+        env_prefix(&self.env()) + &shell_line("taskset", &self.args())
     }
 
     pub fn run(&self) -> anyhow::Result<LatencyOutput> {
         let _ = std::fs::remove_file(&self.log);
         let limit = self.duration + RUN_SLACK;
-        let out = output_within(Command::new("taskset").args(self.args()), limit).context("running h2load")?;
+        let mut command = Command::new("taskset");
+        command.args(self.args()).envs(self.env());
+        let out = output_within(&mut command, limit).context("running h2load")?;
         let text = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             bail!("h2load failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
@@ -276,6 +337,11 @@ fn parse_h2load_failures(text: &str) -> u64 {
             .and_then(|part| part.split_whitespace().next()?.parse().ok())
     };
     count("failed").unwrap_or(0) + count("timeout").unwrap_or(0)
+}
+
+/// `NAME=value ` for each variable of a command's environment.
+fn env_prefix(env: &[(String, String)]) -> String {
+    env.iter().map(|(k, v)| format!("{k}={v} ")).collect()
 }
 
 /// `program args...` quoted for a POSIX shell where needed.
@@ -371,14 +437,13 @@ Transfer/sec:     70.00MB
 
     #[test]
     fn command_lines_quote_what_a_shell_would_split() {
-        let wrk = Wrk {
-            url: "http://127.0.0.1:80/".into(),
-            host: Some("r00005.bench.example.com".into()),
-            connections: 64,
-            duration: Duration::from_secs(10),
-            script: None,
-            close: true,
-        };
+        let mut wrk = Wrk::new(
+            "http://127.0.0.1:80/".into(),
+            Some("r00005.bench.example.com".into()),
+            64,
+            Duration::from_secs(10),
+        );
+        wrk.close = true;
         assert_eq!(
             wrk.command_line(),
             "taskset -c 0 wrk -t1 -c64 -d10s --latency -H 'Host: r00005.bench.example.com' -H 'Connection: close' \

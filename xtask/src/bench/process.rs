@@ -122,8 +122,17 @@ pub fn die_with_parent(command: &mut Command) -> &mut Command {
 
 /// Runs `command` with its output captured; kills it if it has not finished within `limit`.
 pub fn output_within(command: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+    output_within_from(command, Stdio::null(), limit)
+}
+
+/// `output_within` with `stdin` as the child's standard input.
+pub fn output_within_from(
+    command: &mut Command,
+    stdin: Stdio,
+    limit: Duration,
+) -> anyhow::Result<std::process::Output> {
     let mut child = die_with_parent(command)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -75,6 +75,10 @@ impl Haproxy {
         SocketAddr::from((self.layout.listen, self.layout.http_port))
     }
 
+    pub fn https_addr(&self) -> SocketAddr {
+        SocketAddr::from((self.layout.listen, self.layout.https_port))
+    }
+
     /// Rewrites the configuration for `set` and reloads: a new process takes the listeners over (`-x`) and
     /// soft-stops the old one (`-sf`).
     pub fn reload(&mut self, set: &RouteSet) -> anyhow::Result<()> {
@@ -115,22 +119,42 @@ const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CH
 pub struct Router {
     pub manifests: PathBuf,
     pub http_port: u16,
+    pub https_port: u16,
     pub stats_port: u16,
+    /// `DEFAULT_CERTIFICATE_PATH`: the PEM file HAProxy has as its default certificate.
+    pub default_certificate: PathBuf,
     pub proc: Proc,
     pub binary: PathBuf,
 }
 
 impl Router {
-    /// Starts the router on `manifests` (the directory `set` was written to); returns it with the time from the
-    /// start of the process until `set`'s target route answered 200.
-    pub fn start(binary: &Path, manifests: &Path, set: &RouteSet, log: &Path) -> anyhow::Result<(Router, Duration)> {
+    /// Starts the router on `manifests` (the directory `set` was written to), HTTPS on a free port with
+    /// `default_certificate`; returns it with the time from the start of the process until `set`'s target route
+    /// answered 200.
+    pub fn start(
+        binary: &Path,
+        manifests: &Path,
+        set: &RouteSet,
+        log: &Path,
+        default_certificate: &Path,
+    ) -> anyhow::Result<(Router, Duration)> {
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
+        let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
-        let args = router_args(manifests, http_port, stats_port);
+        let args = router_args(manifests, http_port, https_port, stats_port);
+        let env = router_env(default_certificate);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
-        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &ROUTER_ENV)?;
-        let mut router =
-            Router { manifests: manifests.to_path_buf(), http_port, stats_port, proc, binary: binary.into() };
+        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
+        let mut router = Router {
+            manifests: manifests.to_path_buf(),
+            http_port,
+            https_port,
+            stats_port,
+            default_certificate: default_certificate.to_path_buf(),
+            proc,
+            binary: binary.into(),
+        };
         let addr = router.http_addr();
         let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, set.target()));
         let running = router.proc.running();
@@ -142,14 +166,24 @@ impl Router {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.http_port))
     }
 
+    pub fn https_addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.https_port))
+    }
+
     pub fn command_line(&self) -> String {
-        let args = router_args(&self.manifests, self.http_port, self.stats_port).join(" ");
-        let env: Vec<String> = ROUTER_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
+        let env: Vec<String> = router_env(&self.default_certificate).iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
-fn router_args(manifests: &Path, http_port: u16, stats_port: u16) -> Vec<String> {
+fn router_env(default_certificate: &Path) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
+    env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
+    env
+}
+
+fn router_args(manifests: &Path, http_port: u16, https_port: u16, stats_port: u16) -> Vec<String> {
     vec![
         "--manifests".into(),
         manifests.display().to_string(),
@@ -158,6 +192,8 @@ fn router_args(manifests: &Path, http_port: u16, stats_port: u16) -> Vec<String>
         "127.0.0.1".into(),
         "--http-port".into(),
         http_port.to_string(),
+        "--https-port".into(),
+        https_port.to_string(),
         "--stats-port".into(),
         stats_port.to_string(),
     ]
@@ -165,7 +201,7 @@ fn router_args(manifests: &Path, http_port: u16, stats_port: u16) -> Vec<String>
 
 /// The default certificate (and key) in one PEM file under `dir`.
 pub fn default_certificate(dir: &Path) -> anyhow::Result<PathBuf> {
-    let (certificate, key) = haproxy::self_signed_certificate(&dir.join("tls"), DOMAIN)?;
+    let (certificate, key) = super::pki::self_signed_certificate(&dir.join("tls"), DOMAIN)?;
     let path = dir.join("tls").join("default.pem");
     std::fs::write(&path, format!("{certificate}{key}")).context("writing the default certificate")?;
     Ok(path)

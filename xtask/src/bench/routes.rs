@@ -21,9 +21,7 @@ pub struct Pod {
     pub port: u16,
 }
 
-/// Only `Http` is benchmarked until the router serves TLS; the HAProxy side of the others is generated and checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub enum Termination {
     /// Plain HTTP on :80.
     Http,
@@ -35,11 +33,13 @@ pub enum Termination {
     Passthrough,
 }
 
-/// A route's certificate and key (PEM), and for reencrypt the CA the pod's certificate is checked against.
+/// A route's certificate and key (PEM), the CA that signed it, and for reencrypt the CA the pod's certificate is
+/// checked against.
 #[derive(Clone, Debug)]
 pub struct RouteTls {
     pub certificate: String,
     pub key: String,
+    pub ca_certificate: Option<String>,
     pub destination_ca: Option<String>,
 }
 
@@ -77,9 +77,38 @@ impl RouteSet {
         RouteSet { routes: (0..count).map(|index| http_route(&format!("r{index:05}"), pods)).collect() }
     }
 
-    /// The route in the middle of the set: a linear scan (HAProxy's `map_reg`) visits half the set to find it.
+    /// `per_kind` routes of each termination, in this order: HTTP `r00000...` over `pods`, edge `e00000...` over
+    /// `pods`, reencrypt `s00000...` and passthrough `p00000...` over `tls_pods`. Edge and reencrypt routes carry
+    /// their own certificate (`edge`, `reencrypt`).
+    pub fn mixed(per_kind: usize, pods: &[Pod], tls_pods: &[Pod], edge: &RouteTls, reencrypt: &RouteTls) -> RouteSet {
+        let kinds = [
+            ('r', Termination::Http, pods, None),
+            ('e', Termination::Edge, pods, Some(edge)),
+            ('s', Termination::Reencrypt, tls_pods, Some(reencrypt)),
+            ('p', Termination::Passthrough, tls_pods, None),
+        ];
+        let mut routes = Vec::with_capacity(4 * per_kind);
+        for (prefix, termination, pods, tls) in kinds {
+            for index in 0..per_kind {
+                let mut route = http_route(&format!("{prefix}{index:05}"), pods);
+                route.termination = termination;
+                route.tls = tls.cloned();
+                routes.push(route);
+            }
+        }
+        RouteSet { routes }
+    }
+
+    /// The HTTP route in the middle of the set's HTTP routes: a linear scan (HAProxy's `map_reg`) visits half the
+    /// set to find it.
     pub fn target(&self) -> &BenchRoute {
-        &self.routes[self.routes.len() / 2]
+        self.target_of(Termination::Http).unwrap_or(&self.routes[self.routes.len() / 2])
+    }
+
+    /// The route in the middle of the routes with `termination`.
+    pub fn target_of(&self, termination: Termination) -> Option<&BenchRoute> {
+        let count = self.routes.iter().filter(|r| r.termination == termination).count();
+        self.routes.iter().filter(|r| r.termination == termination).nth(count / 2)
     }
 
     /// Writes the whole set as one multi-document manifest file, atomically (temp name, then rename).
@@ -181,6 +210,9 @@ fn push_route(out: &mut String, route: &BenchRoute) {
         if let Some(tls) = &route.tls {
             push_pem(out, "certificate", &tls.certificate);
             push_pem(out, "key", &tls.key);
+            if let Some(ca) = &tls.ca_certificate {
+                push_pem(out, "caCertificate", ca);
+            }
             if let Some(ca) = &tls.destination_ca {
                 push_pem(out, "destinationCACertificate", ca);
             }
@@ -215,6 +247,23 @@ mod tests {
     }
 
     #[test]
+    fn mixed_sets_have_each_termination_and_a_target_of_each() {
+        let tls = RouteTls {
+            certificate: "C".into(),
+            key: "K".into(),
+            ca_certificate: Some("CA".into()),
+            destination_ca: None,
+        };
+        let set = RouteSet::mixed(10, &pods(), &pods(), &tls, &tls);
+        assert_eq!(set.routes.len(), 40);
+        assert_eq!(set.target().host, "r00005.bench.example.com");
+        assert_eq!(set.target_of(Termination::Passthrough).map(|r| r.host.as_str()), Some("p00005.bench.example.com"));
+        assert!(manifests(&set.routes).contains(
+            "    termination: edge\n    certificate: |\n      C\n    key: |\n      K\n    caCertificate: |\n"
+        ));
+    }
+
+    #[test]
     fn manifests_hold_a_service_a_slice_with_every_pod_and_a_route() {
         let mut route = http_route("r00001", &pods());
         route.path = "/api".into();
@@ -235,6 +284,7 @@ mod tests {
         route.tls = Some(RouteTls {
             certificate: "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n".into(),
             key: "KEY".into(),
+            ca_certificate: None,
             destination_ca: Some("CA".into()),
         });
         let yaml = manifests(&[route]);

@@ -1,0 +1,55 @@
+//! TLS termination of a :443 connection: the certificate for its SNI (a route's own, a wildcard route's, or
+//! the default), HTTP/2 offered only with a route's own certificate (a default-certificate connection must
+//! not be coalesced across hosts), then HTTP over the decrypted stream.
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tracing::debug;
+
+use super::inspect::Inspected;
+use super::HttpsContext;
+use crate::metrics::TlsFailureLabels;
+use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion, Prefixed};
+use crate::tls::client_cert_headers;
+
+pub async fn serve(
+    stream: TcpStream,
+    client: SocketAddr,
+    hello: Inspected,
+    context: &HttpsContext,
+    shutdown: watch::Receiver<bool>,
+) {
+    let fail = |reason: &'static str| context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason }).inc();
+    let Ok(local) = stream.local_addr() else { return };
+    let Some(certs) = context.table.load().certs.clone() else {
+        fail("no_certificate");
+        return;
+    };
+    let choice = certs.find(hello.server_name.as_deref());
+    let config = context.configs.for_connection(choice.key, choice.own);
+    // rustls reads the ClientHello again from the bytes the inspection kept.
+    let io = Prefixed::new(hello.buffered, stream);
+    let handshake = tokio::time::timeout(context.timeouts.http_request, TlsAcceptor::from(config).accept(io));
+    let tls = match handshake.await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(error)) => {
+            debug!(%error, sni = ?hello.server_name, "TLS handshake failed");
+            fail("handshake");
+            return;
+        }
+        Err(_) => {
+            fail("handshake_timeout");
+            return;
+        }
+    };
+    let session = tls.get_ref().1;
+    let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
+    let mut state = ClientConnection::new(ConnectionInfo { client, local, proto: "https" });
+    if context.client_cert_headers {
+        state.tls_headers = client_cert_headers(session.peer_certificates());
+    }
+    serve_client(tls, state, context.proxy.clone(), context.timeouts, shutdown, version).await
+}

@@ -1,0 +1,84 @@
+//! Serving HTTP on one client connection, whatever carries it (TCP, TLS, bytes replayed after a PROXY
+//! header): HTTP/1.1 with keep-alive and upgrades, or HTTP/2 when ALPN chose `h2`; client timers from
+//! `ClientIo`; on shutdown the request in flight finishes and the connection closes.
+
+use std::sync::Arc;
+
+use hyper::server::conn::{http1, http2};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::client_io::{ClientIo, ConnectionClock};
+use super::handler::{ClientConnection, HttpProxy};
+use super::listener::{stop_requested, ClientTimeouts};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpVersion {
+    Http1,
+    H2,
+}
+
+pub async fn serve_client<I>(
+    io: I,
+    state: ClientConnection,
+    proxy: Arc<HttpProxy>,
+    timeouts: ClientTimeouts,
+    mut shutdown: watch::Receiver<bool>,
+    version: HttpVersion,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let state = Arc::new(state);
+    let clock = ConnectionClock::new();
+    let io = TokioIo::new(ClientIo::new(io, clock.clone(), timeouts.http_request, timeouts.keep_alive));
+    let service = service_fn(move |request| {
+        let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+        async move {
+            clock.request_started();
+            let response = proxy.handle(&state, request).await;
+            // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
+            let upgraded = matches!(&response, Ok(r) if r.status() == http::StatusCode::SWITCHING_PROTOCOLS);
+            if !upgraded {
+                clock.request_finished();
+            }
+            response
+        }
+    });
+    let result = match version {
+        HttpVersion::Http1 => {
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .keep_alive(true)
+                .serve_connection(io, service)
+                .with_upgrades();
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => result,
+                _ = stop_requested(&mut shutdown) => {
+                    // Finish the request in flight, then close instead of waiting for the next one.
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            }
+        }
+        HttpVersion::H2 => {
+            let connection =
+                http2::Builder::new(TokioExecutor::new()).timer(TokioTimer::new()).serve_connection(io, service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => result,
+                _ = stop_requested(&mut shutdown) => {
+                    // GOAWAY: streams in flight finish, no new ones.
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            }
+        }
+    };
+    if let Err(error) = result {
+        debug!(%error, "connection ended with an error");
+    }
+}

@@ -1,0 +1,119 @@
+//! Reencrypt: TLS from the router to the pods of one route, with that route's verification (see
+//! `tls::reencrypt_tls`), over a pooled keep-alive client of its own.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::Uri;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tracing::warn;
+
+use super::upstream::{UpstreamBody, POOL_IDLE_TIMEOUT};
+use crate::tls::{ReencryptTls, Verification};
+
+/// One reencrypt route's way to its pods.
+pub struct ReencryptUpstream {
+    pub(super) client: Client<PodTlsConnector, UpstreamBody>,
+}
+
+impl std::fmt::Debug for ReencryptUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReencryptUpstream").finish_non_exhaustive()
+    }
+}
+
+impl ReencryptUpstream {
+    pub fn new(tls: ReencryptTls, connect_timeout: Duration) -> Self {
+        if tls.verify == Verification::None {
+            warn!(server_name = ?tls.server_name, "reencrypt route without a destination CA: pod certificates are not verified");
+        }
+        let mut tcp = HttpConnector::new();
+        tcp.set_connect_timeout(Some(connect_timeout));
+        tcp.set_nodelay(true);
+        let connector =
+            PodTlsConnector { tcp, tls: tokio_rustls::TlsConnector::from(tls.config), name: tls.server_name };
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .set_host(false)
+            .build(connector);
+        Self { client }
+    }
+}
+
+#[derive(Clone)]
+pub struct PodTlsConnector {
+    tcp: HttpConnector,
+    tls: tokio_rustls::TlsConnector,
+    name: rustls_pki_types::ServerName<'static>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl tower_service::Service<Uri> for PodTlsConnector {
+    type Response = TokioIo<PodTls>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.tcp.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, pod: Uri) -> Self::Future {
+        let (connecting, tls, name) = (self.tcp.call(pod), self.tls.clone(), self.name.clone());
+        Box::pin(async move {
+            let tcp = connecting.await?.into_inner();
+            let stream = tls.connect(name, tcp).await?;
+            Ok(TokioIo::new(PodTls(stream)))
+        })
+    }
+}
+
+/// A TLS connection to a pod, as the pooled client needs it.
+pub struct PodTls(tokio_rustls::client::TlsStream<TcpStream>);
+
+impl Connection for PodTls {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+impl AsyncRead for PodTls {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for PodTls {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,68 @@
+//! One host index: exact hosts, then one-label wildcard domains, each with path rules in match order. The
+//! table keeps three: every route (for :80), edge and reencrypt routes (for terminated :443 requests), and
+//! passthrough routes (for SNI on :443).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Backend, RoutePath};
+use crate::admission::wildcard_domain;
+
+#[derive(Debug, Default)]
+pub struct HostRules {
+    /// Exact host -> path rules in match order (longest prefix first).
+    exact: HashMap<String, Vec<PathRule>>,
+    /// Wildcard domain (`example.com` for `*.example.com`) -> path rules; tried after exact hosts.
+    wildcard: HashMap<String, Vec<PathRule>>,
+}
+
+#[derive(Debug)]
+struct PathRule {
+    path: RoutePath,
+    backend: Arc<Backend>,
+}
+
+impl HostRules {
+    /// Adds `backend` for `host` (a wildcard route's host is `*.domain` or any name under it). Two routes can
+    /// differ in raw path ("" and "/") yet match the same requests: the one added first keeps them.
+    pub fn insert(&mut self, host: &str, wildcard: bool, backend: Arc<Backend>) {
+        let rules = if wildcard {
+            self.wildcard.entry(wildcard_domain(host).to_string()).or_default()
+        } else {
+            self.exact.entry(host.to_string()).or_default()
+        };
+        if !rules.iter().any(|rule| rule.path == backend.path) {
+            rules.push(PathRule { path: backend.path.clone(), backend });
+        }
+    }
+
+    /// Puts every host's rules in match order; call once after the last insert.
+    pub fn sort(&mut self) {
+        for rules in self.exact.values_mut().chain(self.wildcard.values_mut()) {
+            rules.sort_by(|a, b| a.path.match_order(&b.path));
+        }
+    }
+
+    /// The route serving `host` (already normalised) and `path` (no query string): exact host rules first,
+    /// then the wildcard rules of the host's parent domain.
+    pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
+        if let Some(found) = self.exact.get(host).and_then(|rules| first_match(rules, path)) {
+            return Some(found);
+        }
+        let domain = host.split_once('.').map(|(_, domain)| domain)?;
+        self.wildcard.get(domain).and_then(|rules| first_match(rules, path))
+    }
+
+    /// Every backend, once per rule.
+    pub fn backends(&self) -> impl Iterator<Item = &Arc<Backend>> {
+        self.exact.values().chain(self.wildcard.values()).flatten().map(|rule| &rule.backend)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.wildcard.is_empty()
+    }
+}
+
+fn first_match<'t>(rules: &'t [PathRule], path: &str) -> Option<&'t Arc<Backend>> {
+    rules.iter().find(|rule| rule.path.matches(path)).map(|rule| &rule.backend)
+}

@@ -1,0 +1,143 @@
+//! The TLS side of compiling a route: its certificate (checked by the extended validation, memoised across
+//! rebuilds) and, for reencrypt, the client configuration and pooled connections to its pods (kept across
+//! rebuilds while the route and its destination CA stay the same, so a route change does not drop them).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use rustls::sign::CertifiedKey;
+use rustls::RootCertStore;
+
+use super::Termination;
+use crate::admission::{Admitted, Rejection};
+use crate::model::{ObjectKey, TlsConfig};
+use crate::proxy::ReencryptUpstream;
+use crate::tls::{destination_ca, reencrypt_tls, CertCache};
+
+/// Router-wide TLS inputs of a table build.
+#[derive(Clone, Default)]
+pub struct TlsBuild {
+    /// Served for unknown SNI and routes without a certificate; `None`: :443 is not served.
+    pub default_certificate: Option<Arc<CertifiedKey>>,
+    /// `DEFAULT_DESTINATION_CA_PATH`.
+    pub default_destination_ca: Option<Arc<RootCertStore>>,
+    pub connect_timeout: Duration,
+    pub certs: Arc<CertCache>,
+    reencrypt: Arc<Mutex<ReencryptCache>>,
+}
+
+impl fmt::Debug for TlsBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsBuild")
+            .field("default_certificate", &self.default_certificate.is_some())
+            .field("default_destination_ca", &self.default_destination_ca.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a route brings to :443.
+#[derive(Default)]
+pub struct RouteTls {
+    pub termination: Option<Termination>,
+    /// The route's own certificate (edge and reencrypt).
+    pub certificate: Option<Arc<CertifiedKey>>,
+    pub reencrypt: Option<Arc<ReencryptUpstream>>,
+}
+
+/// Reencrypt upstreams by route and destination CA; entries not used by the last build are dropped.
+#[derive(Default)]
+struct ReencryptCache {
+    entries: HashMap<(String, String, String), (bool, Arc<ReencryptUpstream>)>,
+}
+
+impl TlsBuild {
+    pub fn new(
+        default_certificate: Option<Arc<CertifiedKey>>,
+        default_destination_ca: Option<Arc<RootCertStore>>,
+        connect_timeout: Duration,
+    ) -> Self {
+        Self { default_certificate, default_destination_ca, connect_timeout, ..Self::default() }
+    }
+
+    /// The route's TLS material, or its `ExtendedValidationFailed` rejection.
+    pub fn route(&self, admitted: &Admitted<'_>, secrets: &BTreeMap<ObjectKey, Secret>) -> Result<RouteTls, Rejection> {
+        let invalid = |message: String| Rejection::new("ExtendedValidationFailed", message);
+        let Some(tls) = &admitted.route.spec.tls else { return Ok(RouteTls::default()) };
+        let with_external;
+        let tls = match &tls.external_certificate {
+            Some(reference) if tls.termination != "passthrough" => {
+                with_external = external_certificate(tls, admitted.namespace(), &reference.name, secrets)?;
+                &with_external
+            }
+            _ => tls,
+        };
+        let termination = Termination::parse(&tls.termination);
+        let mut material = RouteTls { termination, ..RouteTls::default() };
+        if termination == Some(Termination::Passthrough) {
+            return Ok(material);
+        }
+        material.certificate = self.certs.route_certificate(tls).map_err(|e| invalid(e.to_string()))?;
+        if termination == Some(Termination::Reencrypt) {
+            let destination = tls.destination_ca_certificate.as_deref().filter(|pem| !pem.trim().is_empty());
+            let ca = match destination {
+                Some(pem) => Some(destination_ca(pem).map_err(|e| invalid(e.to_string()))?),
+                None => None,
+            };
+            let service = &admitted.route.spec.to.name;
+            let key = (admitted.key.to_string(), service.clone(), destination.unwrap_or_default().to_string());
+            let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let entry = cache.entries.entry(key).or_insert_with(|| {
+                let tls =
+                    reencrypt_tls(ca.as_ref(), self.default_destination_ca.as_ref(), service, admitted.namespace());
+                (true, Arc::new(ReencryptUpstream::new(tls, self.connect_timeout)))
+            });
+            entry.0 = true;
+            material.reencrypt = Some(entry.1.clone());
+        }
+        Ok(material)
+    }
+}
+
+/// The route's TLS settings with certificate and key taken from its `externalCertificate` Secret (same
+/// namespace, type kubernetes.io/tls).
+fn external_certificate(
+    tls: &TlsConfig,
+    namespace: &str,
+    name: &str,
+    secrets: &BTreeMap<ObjectKey, Secret>,
+) -> Result<TlsConfig, Rejection> {
+    let failed = |message: String| Err(Rejection::new("ExternalCertificateValidationFailed", message));
+    if tls.certificate.as_deref().is_some_and(|c| !c.trim().is_empty()) {
+        return failed("spec.tls.certificate: Invalid value: cannot be set with spec.tls.externalCertificate".into());
+    }
+    let Some(secret) = secrets.get(&ObjectKey::new(namespace, name)) else {
+        return failed(format!("spec.tls.externalCertificate: Not found: secrets {name:?} not found"));
+    };
+    if secret.type_.as_deref() != Some("kubernetes.io/tls") {
+        return failed(format!(
+            "spec.tls.externalCertificate: Invalid value: secret {name:?} is not of type kubernetes.io/tls"
+        ));
+    }
+    let text = |key: &str| {
+        let bytes = secret.data.as_ref().and_then(|data| data.get(key))?;
+        String::from_utf8(bytes.0.clone()).ok()
+    };
+    let (Some(certificate), Some(key)) = (text("tls.crt"), text("tls.key")) else {
+        return failed(format!(
+            "spec.tls.externalCertificate: Invalid value: secret {name:?} lacks tls.crt or tls.key"
+        ));
+    };
+    Ok(TlsConfig { certificate: Some(certificate), key: Some(key), ..tls.clone() })
+}
+
+impl TlsBuild {
+    /// Forgets what the build that just finished did not use.
+    pub fn sweep(&self) {
+        self.certs.sweep();
+        let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache.entries.retain(|_, (used, _)| std::mem::take(used));
+    }
+}

@@ -1,0 +1,184 @@
+//! One run of one contender: wait for idle CPUs, run the load generator, read the proxy's CPU from /proc, and run
+//! again (within the bench's extra-time budget) when other processes took noticeable CPU meanwhile.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::backend::{HUGE_PATH, LARGE_PATH};
+use super::loadgen::{H2load, Wrk};
+use super::machine::{wait_for_idle, CpuBusy};
+use super::process::{self, reaped_children_ticks};
+use super::runner::{Bench, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
+use super::scenario::{Load, Sample, Scenario, FIXED_RATE};
+
+/// Concurrent streams per connection of the HTTP/2 runs (h2load `-m`).
+const HTTP2_STREAMS: u32 = 10;
+/// wrk's response timeout for the 64 MiB passthrough body (its default, 2 s, is too short on a shared core).
+const BULK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a contender is reached, and the PID whose CPU is the proxy's.
+pub struct Endpoint {
+    pub addr: SocketAddr,
+    /// The route's host (Host header; for TLS also the SNI); none: straight to a pod over HTTP.
+    pub host: Option<String>,
+    pub proxy_pid: Option<u32>,
+}
+
+/// The load generator command of one run.
+enum LoadRun {
+    Wrk(Wrk),
+    H2load(H2load),
+}
+
+impl Bench {
+    /// Waits for idle CPUs (BENCH-METHOD 6) while the extra-time budget lasts; the wait counts against it.
+    pub fn wait_for_idle(&mut self) {
+        if self.quick || self.extra_time >= EXTRA_TIME_BUDGET {
+            return;
+        }
+        let start = Instant::now();
+        let limit = IDLE_WAIT.min(EXTRA_TIME_BUDGET - self.extra_time);
+        if !wait_for_idle(limit, self.hz) {
+            self.idle_timeouts += 1;
+        }
+        // The first 300 ms window is part of every run's plan; longer waits are extra.
+        self.extra_time += start.elapsed().saturating_sub(Duration::from_millis(300));
+    }
+
+    /// The command line of `scenario`'s load against `endpoint`.
+    fn load_run(&self, scenario: &Scenario, endpoint: &Endpoint) -> LoadRun {
+        let load = scenario.load;
+        let host = endpoint.host.clone();
+        if !load.is_tls() {
+            let path = if load == Load::Bulk { LARGE_PATH } else { "/" };
+            let url = format!("http://{}{path}", endpoint.addr);
+            if load == Load::FixedRate {
+                let log = self.work.join("h2load.log");
+                return LoadRun::H2load(H2load::fixed_rate(
+                    url,
+                    host,
+                    scenario.connections,
+                    FIXED_RATE,
+                    scenario.duration,
+                    log,
+                ));
+            }
+            let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
+            wrk.script = (load == Load::RandomPath).then(|| self.script.clone());
+            wrk.close = load.closes();
+            return LoadRun::Wrk(wrk);
+        }
+        // TLS: the URL names the route (SNI), the connection goes to the endpoint's address.
+        let name = host.clone().unwrap_or_default();
+        let path = if load == Load::PassthroughBulk { HUGE_PATH } else { "/" };
+        let url = format!("https://{name}:{}{path}", endpoint.addr.port());
+        if load == Load::EdgeHttp2 {
+            return LoadRun::H2load(H2load {
+                url,
+                host,
+                clients: scenario.connections,
+                rate: None,
+                http1: false,
+                streams: HTTP2_STREAMS,
+                duration: scenario.duration,
+                log: self.work.join("h2load.log"),
+                connect_to: Some(endpoint.addr),
+                client_config: Some(self.client_config.clone()),
+            });
+        }
+        let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
+        wrk.script = Some(self.connect_script(endpoint.addr.ip()));
+        wrk.close = load.closes();
+        wrk.timeout = (load == Load::PassthroughBulk).then_some(BULK_TIMEOUT);
+        wrk.env = vec![("OPENSSL_CONF".into(), self.client_config.display().to_string())];
+        LoadRun::Wrk(wrk)
+    }
+
+    fn connect_script(&self, ip: IpAddr) -> PathBuf {
+        self.connect_scripts.get(&ip).cloned().unwrap_or_else(|| self.work.join(format!("connect-{ip}.lua")))
+    }
+
+    /// One run: waits for idle CPUs, runs the load, reads the proxy's CPU, and reruns (within the budget) when
+    /// other processes took noticeable CPU meanwhile.
+    pub fn measure(&mut self, scenario: &Scenario, endpoint: &Endpoint, rep: u32) -> anyhow::Result<(Sample, String)> {
+        let mut attempt = 0;
+        loop {
+            self.wait_for_idle();
+            let busy_before = CpuBusy::sample();
+            let proxy_before = endpoint.proxy_pid.map(process::cpu_ticks).transpose()?;
+            let proxies_before: u64 = self.proxy_pids.iter().filter_map(|pid| process::cpu_ticks(*pid).ok()).sum();
+            let nginx_before = self.backends.proc.cpu_ticks()?;
+            let children_before = reaped_children_ticks()?;
+            let wall = Instant::now();
+
+            let (mut sample, command, requests) = match self.load_run(scenario, endpoint) {
+                LoadRun::H2load(h2load) => {
+                    let out = h2load.run()?;
+                    let sample = Sample {
+                        rep,
+                        requests_per_second: out.requests as f64 / out.seconds.max(1e-9),
+                        p50_ms: out.p50_ms,
+                        p99_ms: out.p99_ms,
+                        p999_ms: Some(out.p999_ms),
+                        errors: out.failed,
+                        ..Sample::default()
+                    };
+                    // The log covers the measured duration; the CPU below also covers the warm-up second.
+                    let requests = (out.requests as f64) * (1.0 + 1.0 / scenario.duration.as_secs_f64().max(1.0));
+                    (sample, h2load.command_line(), requests)
+                }
+                LoadRun::Wrk(wrk) => {
+                    let out = wrk.run()?;
+                    let sample = Sample {
+                        rep,
+                        requests_per_second: out.requests_per_second,
+                        p50_ms: out.p50_ms,
+                        p99_ms: out.p99_ms,
+                        errors: out.non_2xx_3xx + out.socket_errors,
+                        bytes_per_second: out.bytes_per_second,
+                        ..Sample::default()
+                    };
+                    (sample, wrk.command_line(), out.requests as f64)
+                }
+            };
+
+            let seconds = wall.elapsed().as_secs_f64();
+            let busy = CpuBusy::sample().since(&busy_before);
+            let proxy_ticks = match (endpoint.proxy_pid, proxy_before) {
+                (Some(pid), Some(before)) => Some(process::cpu_ticks(pid)?.saturating_sub(before)),
+                _ => None,
+            };
+            let nginx_ticks = self.backends.proc.cpu_ticks()?.saturating_sub(nginx_before);
+            let client_ticks = reaped_children_ticks()?.saturating_sub(children_before);
+
+            if let Some(ticks) = proxy_ticks {
+                let cpu_seconds = ticks as f64 / self.hz;
+                sample.cpu_percent = Some(100.0 * cpu_seconds / seconds);
+                if requests > 0.0 {
+                    sample.us_per_request = Some(cpu_seconds * 1e6 / requests);
+                }
+            }
+            // Every proxy of the group is ours (the idle one's timers are not another process's noise).
+            let proxies_now: u64 = self.proxy_pids.iter().filter_map(|pid| process::cpu_ticks(*pid).ok()).sum();
+            let ours = [nginx_ticks + client_ticks, proxies_now.saturating_sub(proxies_before)];
+            let allowed = (NOISE_LIMIT * seconds * self.hz).max(5.0);
+            let others: Vec<f64> =
+                busy.iter().zip(ours).map(|(total, ours)| total.saturating_sub(ours) as f64).collect();
+            let noisy = others.iter().any(|ticks| *ticks > allowed);
+            if noisy && !self.quick && attempt < 2 && self.extra_time < EXTRA_TIME_BUDGET {
+                attempt += 1;
+                self.reruns += 1;
+                self.extra_time += wall.elapsed();
+                println!(
+                    "bench:   other processes took CPU ({:.0}% / {:.0}% of CPU0 / CPU1): running again",
+                    100.0 * others[0] / (seconds * self.hz),
+                    100.0 * others.get(1).copied().unwrap_or(0.0) / (seconds * self.hz)
+                );
+                continue;
+            }
+            sample.noisy = noisy && !self.quick;
+            return Ok((sample, command));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The TLS tables: edge / reencrypt / passthrough rates with proxy CPU and latency, the passthrough download, what
+//! the client negotiated with each contender, and which contenders were not available (and why).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
+use super::format::{range, ratio, ratio_text, si, summary};
+
+const NOT_AVAILABLE: &str = "not available";
+
+fn tls_results(outcome: &Outcome, bulk: bool) -> Vec<&ScenarioResult> {
+    outcome
+        .results
+        .iter()
+        .filter(|r| r.scenario.load.is_tls() && (r.scenario.load == Load::PassthroughBulk) == bulk)
+        .collect()
+}
+
+/// `format`ted summary of `pick`, or "not available" for a contender that could not run the scenario.
+fn cell(
+    result: &ScenarioResult,
+    contender: Contender,
+    pick: fn(&Sample) -> Option<f64>,
+    format: fn(f64) -> String,
+) -> String {
+    if !result.scenario.contenders.contains(&contender) {
+        return "-".into();
+    }
+    if result.unavailable.contains_key(&contender) {
+        return NOT_AVAILABLE.into();
+    }
+    range(summary(result, contender, pick), format)
+}
+
+fn latency(result: &ScenarioResult, contender: Contender) -> String {
+    if result.unavailable.contains_key(&contender) {
+        return NOT_AVAILABLE.into();
+    }
+    super::format::latency_pair(result, contender)
+}
+
+/// Rates (requests/s for keep-alive and HTTP/2, connections/s for new connections), proxy CPU per request or
+/// connection, latency.
+pub fn tls_table(outcome: &Outcome) -> String {
+    let rows = tls_results(outcome, false);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "| scenario | unit | direct /s | HAProxy /s | router /s | router/HAProxy | HAProxy µs/unit | router µs/unit \
+         | router/HAProxy CPU | HAProxy p50 / p99 ms | router p50 / p99 ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for result in rows {
+        let unit = if result.scenario.load.closes() { "connection" } else { "request" };
+        let rps = |c| cell(result, c, |s| Some(s.requests_per_second), si);
+        let us = |c| cell(result, c, |s| s.us_per_request, |v| format!("{v:.1}"));
+        let _ = writeln!(
+            out,
+            "| {} | {unit} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            result.scenario.title(),
+            rps(Contender::Direct),
+            rps(Contender::Haproxy),
+            rps(Contender::Router),
+            ratio_text(ratio(result, |s| Some(s.requests_per_second))),
+            us(Contender::Haproxy),
+            us(Contender::Router),
+            ratio_text(ratio(result, |s| s.us_per_request)),
+            latency(result, Contender::Haproxy),
+            latency(result, Contender::Router),
+        );
+    }
+    out
+}
+
+/// Proxy CPU per GiB moved: CPU share over the run divided by the bytes per second.
+fn ms_per_gib(sample: &Sample) -> Option<f64> {
+    let cpu = sample.cpu_percent? / 100.0;
+    (sample.bytes_per_second > 0.0).then(|| cpu * 1e3 / (sample.bytes_per_second / f64::from(1u32 << 30)))
+}
+
+pub fn passthrough_bulk_table(outcome: &Outcome) -> String {
+    let rows = tls_results(outcome, true);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "| scenario | direct MiB/s | HAProxy MiB/s | router MiB/s | router/HAProxy | HAProxy CPU ms/GiB \
+         | router CPU ms/GiB |\n|---|---|---|---|---|---|---|\n",
+    );
+    for result in rows {
+        let mib = |c| cell(result, c, |s| Some(s.bytes_per_second / 1048576.0), |v| format!("{v:.0}"));
+        let cpu = |c| cell(result, c, ms_per_gib, |v| format!("{v:.0}"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            result.scenario.title(),
+            mib(Contender::Direct),
+            mib(Contender::Haproxy),
+            mib(Contender::Router),
+            ratio_text(ratio(result, |s| Some(s.bytes_per_second))),
+            cpu(Contender::Haproxy),
+            cpu(Contender::Router),
+        );
+    }
+    out
+}
+
+/// What `openssl s_client` (with the bench's client configuration) negotiated with each contender, and whether a
+/// second connection resumed the session.
+pub fn negotiated_table(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    for result in outcome.results.iter().filter(|r| r.scenario.load.is_tls()) {
+        for (contender, n) in &result.negotiated {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                result.scenario.title(),
+                contender.label(),
+                n.protocol,
+                n.cipher,
+                n.group,
+                if n.resumed { "yes" } else { "no" }
+            );
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!(
+        "| scenario | contender | protocol | cipher | key exchange | second connection resumed |\n\
+         |---|---|---|---|---|---|\n{out}"
+    )
+}
+
+/// `- router: not available (reason): scenario, scenario`, one line per contender and reason.
+pub fn unavailable_lines(outcome: &Outcome) -> String {
+    let mut by_reason: BTreeMap<(Contender, &str), Vec<String>> = BTreeMap::new();
+    for result in &outcome.results {
+        for (contender, reason) in &result.unavailable {
+            by_reason.entry((*contender, reason.as_str())).or_default().push(result.scenario.title());
+        }
+    }
+    let mut out = String::new();
+    for ((contender, reason), scenarios) in by_reason {
+        let _ = writeln!(out, "- **{}: not available** ({reason}): {}", contender.label(), scenarios.join("; "));
+    }
+    out
+}
