@@ -52,16 +52,9 @@ pub async fn start_router_with(settings: Settings) -> RunningRouter {
 }
 
 /// Starts a router like `start_router_with` and returns it with the address of its :443 listener.
-///
-/// The port is picked here (bound to 127.0.0.1:0 and released a moment before the router binds it) so that
-/// these tests build before `RunningRouter::https_addr` exists; once it does, this can return that field.
-pub async fn start_tls_router(mut settings: Settings) -> (RunningRouter, SocketAddr) {
-    if settings.https_port == 0 {
-        let probe = std::net::TcpListener::bind((settings.listen_addr, 0)).expect("probe a free port for :443");
-        settings.https_port = probe.local_addr().expect("probe address").port();
-    }
-    let https_addr = settings.https_addr();
+pub async fn start_tls_router(settings: Settings) -> (RunningRouter, SocketAddr) {
     let router = start_router_with(settings).await;
+    let https_addr = router.https_addr;
     (router, https_addr)
 }
 

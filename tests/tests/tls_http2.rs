@@ -68,6 +68,7 @@ async fn h2_is_offered_only_with_a_routes_own_certificate() {
     let offer = client_config(Trust::Anything, &["h2", "http/1.1"], None);
     let stream = tls_connect(https, Some("own.example.com"), offer.clone()).await.expect("handshake");
     assert_eq!(negotiated_alpn(&stream).as_deref(), Some("h2"));
+    drop(stream);
     let stream = tls_connect(https, Some("shared.example.com"), offer.clone()).await.expect("handshake");
     assert_ne!(negotiated_alpn(&stream).as_deref(), Some("h2"));
     let stream = tls_connect(https, None, offer.clone()).await.expect("handshake without SNI");

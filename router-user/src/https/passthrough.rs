@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -11,7 +12,8 @@ use tracing::{debug, warn};
 
 use super::splice::relay;
 use super::HttpsContext;
-use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels, UpstreamErrorLabels};
+use crate::metrics::{BackendOnlyLabels, PassthroughLabels, RefusedLabels, TlsFailureLabels, UpstreamErrorLabels};
+use crate::protection::Refused;
 use crate::table::Backend;
 
 /// Pods tried before the client's connection is closed (HAProxy: `retries 3` with `option redispatch`).
@@ -25,10 +27,22 @@ pub async fn relay_to_pod(
     context: &HttpsContext,
 ) {
     let labels = &backend.labels;
+    let refuse = |reason: &'static str| {
+        debug!(backend = %labels.backend, reason, "passthrough connection refused");
+        context.metrics.refused.get_or_create(&RefusedLabels { backend: labels.backend.clone(), reason }).inc();
+    };
     if backend.policy.allowlist.as_ref().is_some_and(|list| !list.allows(client.ip())) {
-        debug!(backend = %labels.backend, "client not in the route's allowlist");
-        return;
+        return refuse("ip_allowlist");
     }
+    // concurrent-tcp and rate-tcp apply to passthrough; rate-http cannot (no requests are seen).
+    let _ticket = match &backend.limiter {
+        Some(limiter) => match limiter.connect(client.ip(), Instant::now()) {
+            Ok(ticket) => Some(ticket),
+            Err(Refused::ConcurrentConnections) => return refuse("concurrent-tcp"),
+            Err(_) => return refuse("rate-tcp"),
+        },
+        None => None,
+    };
     let Some((index, mut pod)) = connect(&backend, client, context).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "no_endpoint" }).inc();
         return;

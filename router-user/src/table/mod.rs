@@ -10,6 +10,8 @@ mod host;
 mod path;
 mod rules;
 mod tls_material;
+#[cfg(test)]
+mod tls_tests;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

@@ -16,7 +16,7 @@ mod server_config;
 mod sha1;
 mod store;
 #[cfg(test)]
-mod test_pki;
+pub(crate) mod test_pki;
 mod upstream_config;
 mod weak_signature;
 

@@ -13,7 +13,7 @@ use super::runner::Bench;
 use super::scenario::{Churn, Contender};
 
 /// Route changes in the churn scenario.
-pub const CHURN_CHANGES: usize = 100;
+pub const CHURN_CHANGES: usize = 50;
 /// Longest the route churn of one contender may take (changes not done by then are reported as not done).
 const CHURN_LIMIT: Duration = Duration::from_secs(240);
 /// The HAProxy churn stops early when old processes pile up beyond these (bounded memory on the machine).

@@ -121,8 +121,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         dir = bench.backends.config.parent().map_or(String::new(), |d| d.display().to_string()),
     ));
 
-    for group in plan::plan(args.quick, h2load).into_iter().filter(|g| g.tls.is_some()) {
-        // TEMP
+    for group in plan::plan(args.quick, h2load) {
         match group.tls {
             None => println!("bench: {} routes", report::thousands(group.routes)),
             Some(tls) => println!(
@@ -157,7 +156,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         if args.quick { target_dir().join("bench-quick") } else { workspace_root().join("bench").join("results") };
     let (markdown, svg) = report::write(&outcome, &dir)?;
     println!("{}", report::summary_table(&outcome));
-    println!("{}", report::tls_table(&outcome));
+    let tls = report::tls_table(&outcome);
+    if !tls.is_empty() {
+        println!("{tls}");
+    }
     println!("bench: results in {} and {} ({:.0} s)", markdown.display(), svg.display(), outcome.wall.as_secs_f64());
     if args.quick {
         check_quick(&outcome)?;

@@ -69,7 +69,7 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
     ten_thousand.push(scenario(Load::ConnectionPerRequest, 10_000, &proxies, secs(4), 64));
     let mixed = 4 * MIXED_PER_KIND;
     let mut tls = vec![
-        scenario(Load::EdgeKeepAlive, mixed, &all, secs(6), 64),
+        scenario(Load::EdgeKeepAlive, mixed, &all, secs(5), 64),
         scenario(Load::EdgeResumed, mixed, &all, secs(4), 64),
     ];
     if h2load {

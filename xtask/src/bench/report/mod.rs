@@ -15,6 +15,7 @@ use anyhow::Context as _;
 pub use format::thousands;
 pub use tables::summary_table;
 
+use super::churn::CHURN_CHANGES;
 use super::runner::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
 use super::scenario::{Outcome, FIXED_RATE};
 use svg::svg;
@@ -212,7 +213,7 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
     if !churn.is_empty() {
         let _ = writeln!(
             out,
-            "\n## Route churn under load (100 route additions; HAProxy: rewrite config + maps, reload with `-x` \
+            "\n## Route churn under load ({CHURN_CHANGES} route additions; HAProxy: rewrite config + maps, reload with `-x` \
              socket transfer and `-sf`; router: one more manifest file, written by rename)\n"
         );
         out.push_str(&churn);

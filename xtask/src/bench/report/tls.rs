@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::super::routes::Termination;
 use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
 use super::format::{range, ratio, ratio_text, si, summary};
 
@@ -107,31 +108,39 @@ pub fn passthrough_bulk_table(outcome: &Outcome) -> String {
     out
 }
 
-/// What `openssl s_client` (with the bench's client configuration) negotiated with each contender, and whether a
-/// second connection resumed the session.
+/// What `openssl s_client` (with the bench's client configuration) negotiated with each contender for each target
+/// route, and whether a second connection resumed the session.
 pub fn negotiated_table(outcome: &Outcome) -> String {
-    let mut out = String::new();
+    let mut rows = std::collections::BTreeSet::new();
     for result in outcome.results.iter().filter(|r| r.scenario.load.is_tls()) {
+        let kind = match result.scenario.load.termination() {
+            Termination::Edge if result.scenario.load == Load::EdgeFullHandshake => "edge, servers without resumption",
+            Termination::Edge => "edge",
+            Termination::Reencrypt => "reencrypt",
+            Termination::Passthrough => "passthrough (the pod's TLS)",
+            Termination::Http => continue,
+        };
         for (contender, n) in &result.negotiated {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                result.scenario.title(),
+            let resumed = if n.resumed { "yes" } else { "no" };
+            rows.insert(format!(
+                "| {kind} | {} | {} | {} | {} | {resumed} |",
                 contender.label(),
                 n.protocol,
                 n.cipher,
-                n.group,
-                if n.resumed { "yes" } else { "no" }
-            );
+                n.group
+            ));
         }
     }
-    if out.is_empty() {
-        return out;
+    if rows.is_empty() {
+        return String::new();
     }
-    format!(
-        "| scenario | contender | protocol | cipher | key exchange | second connection resumed |\n\
-         |---|---|---|---|---|---|\n{out}"
-    )
+    let mut out = String::from(
+        "| route | contender | protocol | cipher | key exchange | second connection resumed |\n|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let _ = writeln!(out, "{row}");
+    }
+    out
 }
 
 /// `- router: not available (reason): scenario, scenario`, one line per contender and reason.
