@@ -14,11 +14,20 @@
 //! | `CONNTRACK`     | LRU hash, 65536 (loader)  | [`FlowKey`] client->node  | [`CtEntry`] endpoint     | `xdp_front`; userspace GC     |
 //! | `CONNTRACK_REV` | LRU hash, 65536 (loader)  | [`FlowKey`] endpoint->client | [`CtEntry`] nodePort  | `xdp_front`, `nat_reverse`; GC |
 //!
-//! Room for the next steps (not created yet): a passthrough flow table `PT_FLOWS` ([`FlowKey`] ->
+//! The passthrough splice maps live in a second object (`router-splice`, loaded by
+//! `https::sockmap` whether or not XDP is attached) and are not pinned; `bpftool map dump name
+//! SPLICE_PEERS` reads them:
+//!
+//! | map              | kind (BTF-defined)         | key          | value                 | writers                  |
+//! |------------------|----------------------------|--------------|-----------------------|--------------------------|
+//! | `SPLICE_SOCKS`   | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
+//! | `SPLICE_TARGETS` | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
+//! | `SPLICE_PEERS`   | hash (no prealloc), 65536  | [`SockKey`]  | [`SplicePeer`]        | userspace; counters: `splice_verdict` |
+//!
+//! Room for the next step (not created yet): a passthrough flow table `PT_FLOWS` ([`FlowKey`] ->
 //! pod and MAC rewrite, written by the TLS passthrough code once a flow is bound, read by
-//! `xdp_front` before the nodePort lookup) and a `SPLICE_SOCKS` SOCKHASH for the `sk_skb`
-//! splice. Both fit the loader's [`PINNED_MAPS`] list as one more entry each; [`FlowKey`] is the
-//! key they will share with conntrack.
+//! `xdp_front` before the nodePort lookup). It fits the loader's [`PINNED_MAPS`] list as one
+//! more entry; [`FlowKey`] is the key it will share with conntrack.
 //!
 //! [`PacketCounter`]: crate::stats::PacketCounter
 //! [`NodeAddrKey`]: crate::nat::NodeAddrKey
@@ -29,6 +38,8 @@
 //! [`Endpoint`]: crate::nat::Endpoint
 //! [`FlowKey`]: crate::nat::FlowKey
 //! [`CtEntry`]: crate::nat::CtEntry
+//! [`SockKey`]: crate::splice::SockKey
+//! [`SplicePeer`]: crate::splice::SplicePeer
 
 /// Per-CPU packet counters of `xdp_front` and `nat_reverse` (`BPF_MAP_TYPE_PERCPU_ARRAY`, key
 /// `u32` counter index from [`crate::stats`], value [`crate::stats::PacketCounter`]).
@@ -43,6 +54,17 @@ pub const EP_SLOTS: &str = "EP_SLOTS";
 pub const CONNTRACK: &str = "CONNTRACK";
 /// Reverse conntrack: endpoint -> client reply flow to the nodePort address it must come from.
 pub const CONNTRACK_REV: &str = "CONNTRACK_REV";
+
+/// Spliced sockets with `splice_verdict` attached (`BPF_MAP_TYPE_SOCKHASH`): a socket's received
+/// bytes go through the program once it is here.
+pub const SPLICE_SOCKS: &str = "SPLICE_SOCKS";
+/// Spliced sockets as redirect targets (`BPF_MAP_TYPE_SOCKHASH`, no program attached): a socket is
+/// here before its peer's bytes may be redirected to it, and stays until they are all sent.
+pub const SPLICE_TARGETS: &str = "SPLICE_TARGETS";
+/// Spliced socket -> its peer and the bytes redirected so far (`BPF_MAP_TYPE_HASH`).
+pub const SPLICE_PEERS: &str = "SPLICE_PEERS";
+/// `max_entries` of each splice map: sockets, two per spliced connection.
+pub const SPLICE_MAX_SOCKETS: u32 = 65_536;
 
 /// Every map the userspace loader pins, in pin order.
 pub const PINNED_MAPS: &[&str] = &[XDP_STATS, NODE_ADDRS, NODE_PORTS, EP_SLOTS, CONNTRACK, CONNTRACK_REV];

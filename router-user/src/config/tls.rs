@@ -62,6 +62,11 @@ pub struct TlsArgs {
     /// client address) or `roundrobin`.
     #[arg(long, env = "ROUTER_TCP_BALANCE_SCHEME", default_value = "source")]
     pub tcp_balance_scheme: String,
+
+    /// Relay passthrough connections in the kernel (an `sk_skb` program on a SOCKHASH) once the pod is bound,
+    /// when the kernel and privileges allow; otherwise, or when false, relay with splice(2) in userspace.
+    #[arg(long, env = "ROUTER_PASSTHROUGH_SOCKMAP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub passthrough_sockmap: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,6 +52,11 @@ impl ConnectionClock {
         }
     }
 
+    /// A request is being served.
+    pub fn busy(&self) -> bool {
+        self.active.load(Ordering::Acquire) > 0
+    }
+
     fn set(&self, phase: u8) {
         self.since_ms.store(self.opened.elapsed().as_millis() as u64, Ordering::Release);
         self.phase.store(phase, Ordering::Release);

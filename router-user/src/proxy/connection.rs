@@ -3,6 +3,7 @@
 //! `ClientIo`; on shutdown the request in flight finishes and the connection closes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
@@ -14,6 +15,9 @@ use tracing::debug;
 use super::client_io::{ClientIo, ConnectionClock};
 use super::handler::{ClientConnection, HttpProxy};
 use super::listener::{stop_requested, ClientTimeouts};
+
+/// While draining an HTTP/2 connection, how often to look whether its last stream has finished.
+const H2_DRAIN_POLL: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HttpVersion {
@@ -33,6 +37,7 @@ pub async fn serve_client<I>(
 {
     let state = Arc::new(state);
     let clock = ConnectionClock::new();
+    let drain_clock = clock.clone();
     let io = TokioIo::new(ClientIo::new(io, clock.clone(), timeouts.http_request, timeouts.keep_alive));
     let service = service_fn(move |request| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
@@ -71,9 +76,19 @@ pub async fn serve_client<I>(
             tokio::select! {
                 result = connection.as_mut() => result,
                 _ = stop_requested(&mut shutdown) => {
-                    // GOAWAY: streams in flight finish, no new ones.
+                    // GOAWAY: streams in flight finish, no new ones. A client may keep an idle connection open
+                    // (or never send its preface): once no stream is in flight, it is closed.
                     connection.as_mut().graceful_shutdown();
-                    connection.await
+                    loop {
+                        tokio::select! {
+                            result = connection.as_mut() => break result,
+                            _ = tokio::time::sleep(H2_DRAIN_POLL) => {
+                                if !drain_clock.busy() {
+                                    break Ok(());
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
