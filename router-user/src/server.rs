@@ -137,6 +137,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         inspect_delay: settings.tls.inspect_delay,
         connect_timeout: settings.connect_timeout,
         client_cert_headers: tls.client_cert_headers,
+        passthrough_sockmap: crate::https::Sockmap::start(settings.tls.passthrough_sockmap),
     };
     let drain = settings.hard_stop_after;
     let https_task = tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain));

@@ -65,8 +65,13 @@ pub struct TlsArgs {
 
     /// Relay passthrough connections in the kernel (an `sk_skb` program on a SOCKHASH) once the pod is bound,
     /// when the kernel and privileges allow; otherwise, or when false, relay with splice(2) in userspace.
-    #[arg(long, env = "ROUTER_PASSTHROUGH_SOCKMAP", default_value_t = true, action = clap::ArgAction::Set)]
+    /// Off by default: on loopback it measured slower than the splice(2) relay (bench/passthrough-sockmap.sh).
+    #[arg(long, env = "ROUTER_PASSTHROUGH_SOCKMAP", default_value_t = false, action = clap::ArgAction::Set)]
     pub passthrough_sockmap: bool,
+
+    /// Let clients resume TLS sessions (tickets and a session cache). Off only to measure full handshakes.
+    #[arg(long, env = "ROUTER_TLS_SESSION_RESUMPTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub session_resumption: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,11 +5,13 @@ mod dispatch;
 mod inspect;
 mod passthrough;
 mod setup;
+mod sockmap;
 mod splice;
 mod terminate;
 
 pub use inspect::{read_client_hello, InspectError, Inspected};
 pub use setup::{TlsSetup, TlsSetupError};
+pub use sockmap::{Refused, Sockmap, SockmapError};
 pub use splice::{relay, RelayStats};
 
 use std::sync::Arc;
@@ -35,6 +37,8 @@ pub struct HttpsContext {
     pub connect_timeout: Duration,
     /// `ROUTER_MUTUAL_TLS_AUTH` is not none: requests carry the X-SSL-Client-* headers.
     pub client_cert_headers: bool,
+    /// The kernel passthrough relay (`ROUTER_PASSTHROUGH_SOCKMAP`, when it loaded); `None`: userspace relay.
+    pub passthrough_sockmap: Option<Arc<Sockmap>>,
 }
 
 /// Serves :443 until `shutdown`, then waits up to `drain` for open connections.

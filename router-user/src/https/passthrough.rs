@@ -10,7 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
-use super::splice::relay;
+use super::splice::{relay, RelayStats};
 use super::HttpsContext;
 use crate::metrics::{BackendOnlyLabels, PassthroughLabels, RefusedLabels, TlsFailureLabels, UpstreamErrorLabels};
 use crate::protection::Refused;
@@ -55,7 +55,7 @@ pub async fn relay_to_pod(
     context.metrics.passthrough_connections.get_or_create(&BackendOnlyLabels { backend: labels.backend.clone() }).inc();
     // Counted for leastconn while the connection lasts.
     endpoint.in_flight.enter();
-    let relayed = relay(client_stream, pod, backend.policy.tunnel_timeout).await;
+    let relayed = relay_either(client_stream, pod, backend.policy.tunnel_timeout, context).await;
     endpoint.in_flight.leave();
     match relayed {
         Ok(stats) => {
@@ -67,6 +67,23 @@ pub async fn relay_to_pod(
             count("out", stats.to_client);
         }
         Err(error) => debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error"),
+    }
+}
+
+/// Relays in the kernel when the sockmap splice is loaded, else (or when it refuses) in userspace.
+async fn relay_either(
+    client: TcpStream,
+    pod: TcpStream,
+    idle: std::time::Duration,
+    context: &HttpsContext,
+) -> std::io::Result<RelayStats> {
+    let Some(sockmap) = &context.passthrough_sockmap else { return relay(client, pod, idle).await };
+    match sockmap.relay_in_kernel(client, pod, idle).await {
+        Ok(relayed) => relayed,
+        Err(refused) => {
+            debug!(reason = %refused.reason, "sockmap splice refused; relaying in userspace");
+            relay(refused.client, refused.pod, idle).await
+        }
     }
 }
 

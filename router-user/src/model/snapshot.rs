@@ -1,7 +1,7 @@
 //! The whole state a source has seen, as typed objects. Every source (manifest files, Kubernetes) produces a
 //! complete `Snapshot`; the table is compiled from it, never patched event by event.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -37,4 +37,6 @@ pub struct Snapshot {
     /// Cluster-scoped: keyed by name.
     pub namespaces: BTreeMap<String, Namespace>,
     pub secrets: BTreeMap<ObjectKey, Secret>,
+    /// Secrets named by a route's `externalCertificate` that the router's service account may not read.
+    pub unreadable_secrets: BTreeSet<ObjectKey>,
 }

@@ -39,7 +39,7 @@ pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> Ro
     for admitted in &admission.admitted {
         // The extended validation runs last in OpenShift's chain: a route refused here has already claimed
         // its host.
-        let tls = match options.tls.route(admitted, &snapshot.secrets) {
+        let tls = match options.tls.route(admitted, snapshot) {
             Ok(tls) => tls,
             Err(rejection) => {
                 if let Some(outcome) = admission.outcomes.iter_mut().find(|o| &o.key == admitted.key) {

@@ -2,18 +2,17 @@
 //! rebuilds) and, for reencrypt, the client configuration and pooled connections to its pods (kept across
 //! rebuilds while the route and its destination CA stay the same, so a route change does not drop them).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 
 use super::Termination;
 use crate::admission::{Admitted, Rejection};
-use crate::model::{ObjectKey, TlsConfig};
+use crate::model::{ObjectKey, Snapshot, TlsConfig};
 use crate::proxy::ReencryptUpstream;
 use crate::tls::{destination_ca, reencrypt_tls, CertCache};
 
@@ -63,13 +62,13 @@ impl TlsBuild {
     }
 
     /// The route's TLS material, or its `ExtendedValidationFailed` rejection.
-    pub fn route(&self, admitted: &Admitted<'_>, secrets: &BTreeMap<ObjectKey, Secret>) -> Result<RouteTls, Rejection> {
+    pub fn route(&self, admitted: &Admitted<'_>, snapshot: &Snapshot) -> Result<RouteTls, Rejection> {
         let invalid = |message: String| Rejection::new("ExtendedValidationFailed", message);
         let Some(tls) = &admitted.route.spec.tls else { return Ok(RouteTls::default()) };
         let with_external;
         let tls = match &tls.external_certificate {
             Some(reference) if tls.termination != "passthrough" => {
-                with_external = external_certificate(tls, admitted.namespace(), &reference.name, secrets)?;
+                with_external = external_certificate(tls, admitted.namespace(), &reference.name, snapshot)?;
                 &with_external
             }
             _ => tls,
@@ -107,13 +106,20 @@ fn external_certificate(
     tls: &TlsConfig,
     namespace: &str,
     name: &str,
-    secrets: &BTreeMap<ObjectKey, Secret>,
+    snapshot: &Snapshot,
 ) -> Result<TlsConfig, Rejection> {
     let failed = |message: String| Err(Rejection::new("ExternalCertificateValidationFailed", message));
     if tls.certificate.as_deref().is_some_and(|c| !c.trim().is_empty()) {
         return failed("spec.tls.certificate: Invalid value: cannot be set with spec.tls.externalCertificate".into());
     }
-    let Some(secret) = secrets.get(&ObjectKey::new(namespace, name)) else {
+    let key = ObjectKey::new(namespace, name);
+    if snapshot.unreadable_secrets.contains(&key) {
+        return failed(
+            "spec.tls.externalCertificate: Forbidden: router serviceaccount does not have permission to get this secret"
+                .into(),
+        );
+    }
+    let Some(secret) = snapshot.secrets.get(&key) else {
         return failed(format!("spec.tls.externalCertificate: Not found: secrets {name:?} not found"));
     };
     if secret.type_.as_deref() != Some("kubernetes.io/tls") {

@@ -53,6 +53,8 @@ pub struct TlsPolicy {
     pub tls13_suites: Vec<SupportedCipherSuite>,
     pub client_auth: ClientAuth,
     pub disable_http2: bool,
+    /// Tickets and a session cache (`ROUTER_TLS_SESSION_RESUMPTION`).
+    pub session_resumption: bool,
 }
 
 impl TlsPolicy {
@@ -65,7 +67,14 @@ impl TlsPolicy {
             MutualTls::Optional => ClientAuth::Optional(client_ca(args, "optional")?),
             MutualTls::Required => ClientAuth::Required(client_ca(args, "required")?),
         };
-        Ok(TlsPolicy { min_version, tls12_suites, tls13_suites, client_auth, disable_http2: args.disable_http2 })
+        Ok(TlsPolicy {
+            min_version,
+            tls12_suites,
+            tls13_suites,
+            client_auth,
+            disable_http2: args.disable_http2,
+            session_resumption: args.session_resumption,
+        })
     }
 
     /// Whether TLS 1.2 is offered at all.

@@ -34,8 +34,13 @@ impl ServerConfigs {
             .with_protocol_versions(&versions)?
             .with_client_cert_verifier(client_verifier(&policy.client_auth, &provider)?)
             .with_cert_resolver(Arc::new(NoCertificate));
-        base.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
-        base.ticketer = rustls::crypto::ring::Ticketer::new()?;
+        if policy.session_resumption {
+            base.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
+            base.ticketer = rustls::crypto::ring::Ticketer::new()?;
+        } else {
+            base.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+            base.send_tls13_tickets = 0;
+        }
         base.alpn_protocols = http11();
         Ok(ServerConfigs { base, disable_http2: policy.disable_http2 })
     }
@@ -235,6 +240,21 @@ mod tests {
             assert_eq!(first.kind, Some(HandshakeKind::Full));
             let second = handshake(configs.for_connection(Arc::clone(&s.key), true), client).await.unwrap();
             assert_eq!(second.kind, Some(HandshakeKind::Resumed), "{version:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn without_resumption_every_handshake_is_full() {
+        let s = setup();
+        let policy = TlsPolicy::from_args(&args(&["--session-resumption", "false"])).unwrap();
+        let configs = ServerConfigs::new(&policy).unwrap();
+        for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+            let client = client(&s.pki, &[version], None);
+            for _ in 0..2 {
+                let outcome =
+                    handshake(configs.for_connection(Arc::clone(&s.key), true), Arc::clone(&client)).await.unwrap();
+                assert_eq!(outcome.kind, Some(HandshakeKind::Full), "{version:?}");
+            }
         }
     }
 

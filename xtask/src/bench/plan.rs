@@ -22,8 +22,8 @@ pub struct Group {
 
 #[derive(Clone, Copy, Debug)]
 pub struct TlsGroup {
-    /// Session resumption on the servers (HAProxy, the direct pod). Off for the full-handshake scenario; the
-    /// router has no setting for it, so whether it resumed is probed and reported.
+    /// Session resumption on every server (HAProxy, the router, the direct pod). Off for the full-handshake
+    /// scenario; whether a second connection resumed is still probed and reported.
     pub resumption: bool,
 }
 
@@ -55,13 +55,14 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
     }
     ten.push(scenario(Load::ConnectionPerRequest, 10, &all, secs(4), 64));
     ten.push(scenario(Load::Bulk, 10, &all, secs(4), 8));
+    // 8 s at 1,000 and 10,000 routes (10 s at 10) keeps the whole bench under 20 minutes with the TLS groups.
     let thousand = vec![
-        scenario(Load::SameUrl, 1000, &proxies, secs(10), 64),
-        scenario(Load::RandomPath, 1000, &proxies, secs(10), 64),
+        scenario(Load::SameUrl, 1000, &proxies, secs(8), 64),
+        scenario(Load::RandomPath, 1000, &proxies, secs(8), 64),
     ];
     let mut ten_thousand = vec![
-        scenario(Load::SameUrl, 10_000, &proxies, secs(10), 64),
-        scenario(Load::RandomPath, 10_000, &proxies, secs(10), 64),
+        scenario(Load::SameUrl, 10_000, &proxies, secs(8), 64),
+        scenario(Load::RandomPath, 10_000, &proxies, secs(8), 64),
     ];
     if h2load {
         ten_thousand.push(scenario(Load::FixedRate, 10_000, &proxies, secs(6), 50));
@@ -70,18 +71,18 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
     let mixed = 4 * MIXED_PER_KIND;
     let mut tls = vec![
         scenario(Load::EdgeKeepAlive, mixed, &all, secs(5), 64),
-        scenario(Load::EdgeResumed, mixed, &all, secs(4), 64),
+        scenario(Load::EdgeResumed, mixed, &all, secs(3), 64),
     ];
     if h2load {
         tls.push(scenario(Load::EdgeHttp2, mixed, &all, secs(4), 16));
     }
     tls.extend([
         scenario(Load::ReencryptKeepAlive, mixed, &proxies, secs(4), 64),
-        scenario(Load::PassthroughNewConnection, mixed, &all, secs(4), 64),
+        scenario(Load::PassthroughNewConnection, mixed, &all, secs(3), 64),
         scenario(Load::PassthroughBulk, mixed, &all, secs(4), 4),
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
-    let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(4), 64)];
+    let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
     let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true };
     vec![
         http(10, ten, false),

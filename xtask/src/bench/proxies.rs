@@ -123,6 +123,8 @@ pub struct Router {
     pub stats_port: u16,
     /// `DEFAULT_CERTIFICATE_PATH`: the PEM file HAProxy has as its default certificate.
     pub default_certificate: PathBuf,
+    /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
+    pub tls_resumption: bool,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -137,12 +139,13 @@ impl Router {
         set: &RouteSet,
         log: &Path,
         default_certificate: &Path,
+        tls_resumption: bool,
     ) -> anyhow::Result<(Router, Duration)> {
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate);
+        let env = router_env(default_certificate, tls_resumption);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
         let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
@@ -152,6 +155,7 @@ impl Router {
             https_port,
             stats_port,
             default_certificate: default_certificate.to_path_buf(),
+            tls_resumption,
             proc,
             binary: binary.into(),
         };
@@ -172,14 +176,18 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> = router_env(&self.default_certificate).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let env: Vec<String> = router_env(&self.default_certificate, self.tls_resumption)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
-fn router_env(default_certificate: &Path) -> Vec<(&'static str, String)> {
+fn router_env(default_certificate: &Path, tls_resumption: bool) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
     env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
+    env.push(("ROUTER_TLS_SESSION_RESUMPTION", tls_resumption.to_string()));
     env
 }
 

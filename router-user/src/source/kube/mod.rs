@@ -4,12 +4,14 @@
 //! route status is written from each published table.
 //!
 //! - `client`: the client, from a kubeconfig or the pod's service account.
-//! - `preflight`: which EndpointSlice version is served; RBAC denial reported at start.
+//! - `preflight`: which EndpointSlice version is served; RBAC denial reported at start; an unreachable API
+//!   server retried with backoff.
 //! - `reflect`: one list+watch reflector per resource, with backoff, signalling changes.
 //! - `stores`: the reflector stores and the `Snapshot` built from them.
 //! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
 //! - `ingress`: Ingress objects as routes.
 //! - `batch`: coalescing changes into snapshots.
+//! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
 
 mod batch;
@@ -19,6 +21,7 @@ mod error;
 mod ingress;
 mod preflight;
 mod reflect;
+mod secret_access;
 mod status;
 mod stores;
 
@@ -96,8 +99,14 @@ impl Reflectors {
     }
 }
 
+/// The longest the first access check may take before `start` returns and the checks go on in the background.
+const FIRST_CHECK_LIMIT: Duration = Duration::from_secs(10);
+
 /// Connects, checks access, and starts the reflectors, the batcher and the status writer in one task (aborting
 /// it stops them all). Snapshots go to `updates`; status is written from the tables published on `tables`.
+///
+/// RBAC denial, a missing CRD or a bad kubeconfig fail here. An API server that cannot be reached does not:
+/// the task retries with backoff, and no snapshot (so no table, so no readiness) comes before the first sync.
 pub async fn start(
     options: &KubeOptions,
     updates: mpsc::Sender<SourceUpdate>,
@@ -105,7 +114,32 @@ pub async fn start(
     metrics: Arc<Metrics>,
 ) -> Result<JoinHandle<()>, KubeError> {
     let client = client::connect(options.kubeconfig.as_deref()).await?;
-    let slices_v1 = preflight::check(&client, options.watch_endpoints).await?;
+    let first = tokio::time::timeout(FIRST_CHECK_LIMIT, preflight::check(&client, options.watch_endpoints)).await;
+    let first = match first {
+        Ok(Ok(slices_v1)) => Ok(slices_v1),
+        Ok(Err(error)) if !error.is_transient() => return Err(error),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(KubeError::Unanswered { after: FIRST_CHECK_LIMIT }),
+    };
+    let options = options.clone();
+    Ok(tokio::spawn(async move {
+        let slices_v1 = match first {
+            Ok(slices_v1) => slices_v1,
+            Err(error) => preflight::until_passed(&client, options.watch_endpoints, error).await,
+        };
+        run(client, &options, slices_v1, updates, tables, metrics).await;
+    }))
+}
+
+/// Runs the reflectors, the batcher and the status writer until they end (the publisher goes away).
+async fn run(
+    client: Client,
+    options: &KubeOptions,
+    slices_v1: bool,
+    updates: mpsc::Sender<SourceUpdate>,
+    tables: watch::Receiver<Arc<RouteTable>>,
+    metrics: Arc<Metrics>,
+) {
     let changes = Arc::new(Notify::new());
     let mut reflectors =
         Reflectors { client: client.clone(), changes: changes.clone(), metrics: metrics.clone(), tasks: Vec::new() };
@@ -135,7 +169,8 @@ pub async fn start(
         };
         tasks.push(Box::pin(writer.run(tables)));
     }
-    tasks.push(Box::pin(batch::run(stores, changes, options.reload_interval, updates)));
+    let access = secret_access::SecretAccess::new(client);
+    tasks.push(Box::pin(batch::run(stores, access, changes, options.reload_interval, updates)));
     let endpoints_api = match (options.watch_endpoints, slices_v1) {
         (true, _) => "core/v1 Endpoints",
         (false, true) => "EndpointSlice v1",
@@ -147,9 +182,7 @@ pub async fn start(
         router_name = %options.router_name,
         "Kubernetes source started"
     );
-    Ok(tokio::spawn(async move {
-        futures_util::future::join_all(tasks).await;
-    }))
+    futures_util::future::join_all(tasks).await;
 }
 
 /// A client for `kubeconfig` (tests and tools use it to talk to the same server as the router).

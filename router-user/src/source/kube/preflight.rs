@@ -1,14 +1,17 @@
-//! Checks made once at start, so a misconfigured router fails with a clear message instead of retrying
-//! forever: every watched resource can be listed (RBAC denial is named with the resource), the Route CRD is
-//! installed, and which EndpointSlice version the server serves.
+//! Checks made before the reflectors start: every watched resource can be listed (RBAC denial is named with the
+//! resource), the Route CRD is installed, and which EndpointSlice version the server serves. At start a
+//! misconfigured router fails with a clear message; an API server that cannot be reached is retried with
+//! backoff ([`until_passed`]), and so is everything once the router is running.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use tracing::{error, info, warn};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
 use super::KubeError;
@@ -30,6 +33,36 @@ pub async fn check(client: &Client, watch_endpoints: bool) -> Result<bool, KubeE
         can_list::<EndpointSliceV1beta1>(client).await?;
     }
     Ok(slices_v1)
+}
+
+/// First wait between attempts of [`until_passed`]; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Repeats [`check`] with exponential backoff until it passes (after `failed`, the error of an attempt already
+/// made); each failed attempt is logged once, with the wait before the next. Returns [`check`]'s answer.
+pub async fn until_passed(client: &Client, watch_endpoints: bool, failed: KubeError) -> bool {
+    let mut backoff = FIRST_BACKOFF;
+    let mut error = failed;
+    let mut attempt = 1u32;
+    loop {
+        let retry_in = format!("{backoff:?}");
+        if error.is_transient() {
+            warn!(attempt, %retry_in, %error, "Kubernetes API not reachable; not ready until the first sync");
+        } else {
+            error!(attempt, %retry_in, %error, "Kubernetes API refused the router; not ready until this is fixed");
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        attempt += 1;
+        match check(client, watch_endpoints).await {
+            Ok(slices_v1) => {
+                info!(attempt, "Kubernetes API reachable");
+                return slices_v1;
+            }
+            Err(next) => error = next,
+        }
+    }
 }
 
 async fn can_list<K>(client: &Client) -> Result<(), KubeError>

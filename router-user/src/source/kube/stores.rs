@@ -1,6 +1,6 @@
 //! The reflector stores of every watched resource, and the whole-state `Snapshot` built from them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -69,6 +69,7 @@ impl Stores {
             endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), Namespace::clone(&ns))).collect(),
             secrets: keyed(&self.secrets),
+            unreadable_secrets: BTreeSet::new(),
         };
         for ingress in self.ingresses.state() {
             for (key, route) in ingress_routes(&ingress, &snapshot) {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::scenario::{Contender, Load, Outcome, Sample};
+use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
 use super::super::stats::quantile;
 use super::format::{ratio, si, summary, thousands};
 
@@ -73,6 +73,14 @@ pub fn targets(outcome: &Outcome) -> String {
         (Load::PassthroughBulk, "passthrough throughput", |s: &Sample| Some(s.bytes_per_second)),
     ] {
         let Some(result) = outcome.results.iter().find(|r| r.scenario.load == load) else { continue };
+        if load == Load::EdgeFullHandshake && router_resumed(result) {
+            let _ = writeln!(
+                out,
+                "- {what} >= 1.0 x HAProxy: not comparable: the router resumed sessions where HAProxy made full \
+                 handshakes (was ROUTER_TLS_SESSION_RESUMPTION=false honoured?)"
+            );
+            continue;
+        }
         match (ratio(result, pick), result.unavailable.get(&Contender::Router)) {
             (Some(r), _) => {
                 let _ = writeln!(out, "- {what} >= 1.0 x HAProxy: {:.2} x: {}", r.median, mark(r.median >= 1.0));
@@ -86,6 +94,11 @@ pub fn targets(outcome: &Outcome) -> String {
         }
     }
     out
+}
+
+/// The router resumed the probe's session (so its "full handshake" runs were resumed ones).
+pub fn router_resumed(result: &ScenarioResult) -> bool {
+    result.negotiated.get(&Contender::Router).is_some_and(|n| n.resumed)
 }
 
 fn requests_per_second(sample: &Sample) -> Option<f64> {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::super::routes::Termination;
 use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
 use super::format::{range, ratio, ratio_text, si, summary};
+use super::targets::router_resumed;
 
 const NOT_AVAILABLE: &str = "not available";
 
@@ -55,8 +56,17 @@ pub fn tls_table(outcome: &Outcome) -> String {
     );
     for result in rows {
         let unit = if result.scenario.load.closes() { "connection" } else { "request" };
-        let rps = |c| cell(result, c, |s| Some(s.requests_per_second), si);
-        let us = |c| cell(result, c, |s| s.us_per_request, |v| format!("{v:.1}"));
+        // The full-handshake row is not comparable where the router resumed sessions anyway.
+        let resumed = result.scenario.load == Load::EdgeFullHandshake && router_resumed(result);
+        let mark = |c: Contender, text: String| {
+            if resumed && c == Contender::Router {
+                format!("{text} (resumed)")
+            } else {
+                text
+            }
+        };
+        let rps = |c| mark(c, cell(result, c, |s| Some(s.requests_per_second), si));
+        let us = |c| mark(c, cell(result, c, |s| s.us_per_request, |v| format!("{v:.1}")));
         let _ = writeln!(
             out,
             "| {} | {unit} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
