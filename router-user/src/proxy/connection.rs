@@ -54,8 +54,10 @@ pub async fn serve_client<I>(
     });
     let result = match version {
         HttpVersion::Http1 => {
+            // ClientIo times the request head (ROUTER_SLOWLORIS_TIMEOUT): no second timer from hyper.
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
+                .header_read_timeout(None)
                 .keep_alive(true)
                 .serve_connection(io, service)
                 .with_upgrades();

@@ -93,8 +93,12 @@ impl HttpProxy {
         connection: &ClientConnection,
         request: Request<Incoming>,
     ) -> Result<Response<ProxyBody>, RefusedConnection> {
-        let (labels, response) = self.route_and_forward(connection, request).await?;
-        self.metrics.http_requests.get_or_create(&labels.with_code(response.status().as_u16())).inc();
+        let (backend, response) = self.route_and_forward(connection, request).await?;
+        let code = response.status().as_u16();
+        match backend {
+            Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
+            None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
+        }
         Ok(response)
     }
 
@@ -106,8 +110,8 @@ impl HttpProxy {
         &self,
         connection: &ClientConnection,
         mut request: Request<Incoming>,
-    ) -> Result<(BackendLabels, Response<ProxyBody>), RefusedConnection> {
-        let unrouted = |response| Ok((BackendLabels::unrouted(), response));
+    ) -> Result<(Option<Arc<Backend>>, Response<ProxyBody>), RefusedConnection> {
+        let unrouted = |response| Ok((None, response));
         if has_empty_content_length(&request) {
             return unrouted(bad_request());
         }
@@ -151,7 +155,7 @@ impl HttpProxy {
                 self.forward(&backend, connection, request).await
             }
         };
-        Ok((backend.labels.clone(), response))
+        Ok((Some(backend), response))
     }
 
     /// The allowlist and rate limits of the route; an error closes the client's connection.

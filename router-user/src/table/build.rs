@@ -12,7 +12,7 @@ use super::tls_material::{RouteTls, TlsBuild};
 use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
 use crate::admission::{admit, wildcard_domain, AdmissionSettings, Admitted};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
-use crate::metrics::BackendLabels;
+use crate::metrics::{BackendLabels, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
@@ -148,6 +148,7 @@ fn backend_for(
             namespace: key.namespace.as_str().into(),
             route: key.name.as_str().into(),
         },
+        requests: RequestCounters::default(),
         action: http_action(route),
         termination: tls.termination,
         reencrypt: tls.reencrypt,

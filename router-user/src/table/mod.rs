@@ -23,7 +23,7 @@ use crate::tls::CertStore;
 use arc_swap::ArcSwap;
 
 use crate::balance::{Balancer, Candidate, EndpointHealth, InFlight};
-use crate::metrics::BackendLabels;
+use crate::metrics::{BackendLabels, RequestCounters};
 use crate::model::ObjectKey;
 use crate::policy::RoutePolicy;
 use crate::protection::{ConnectionSlots, RateLimiter};
@@ -111,6 +111,8 @@ pub struct Backend {
     pub path: RoutePath,
     /// Backend name `be_http:<ns>:<name>` (or `be_edge_http:`), namespace and route name, for metrics.
     pub labels: BackendLabels,
+    /// This backend's request counters (the metric with its labels resolved once).
+    pub requests: RequestCounters,
     pub action: HttpAction,
     /// `spec.tls.termination`; `None` for plain HTTP routes.
     pub termination: Option<Termination>,
