@@ -1,7 +1,7 @@
 //! Turns each source update into a new compiled table, built on a blocking thread and swapped in whole.
 //! Updates that arrive during a build are coalesced: only the newest is built next.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,9 +11,9 @@ use tracing::{info, warn};
 use crate::admin::Health;
 use crate::balance::health_check::spawn_checks;
 use crate::metrics::Metrics;
-use crate::model::Snapshot;
+use crate::model::{ObjectKey, Snapshot};
 use crate::source::SourceUpdate;
-use crate::table::{build, BuildOptions, RouteTable, TableHandle};
+use crate::table::{build_from, Backend, BuildOptions, RouteTable, TableHandle};
 
 pub struct Publisher {
     pub table: TableHandle,
@@ -31,27 +31,40 @@ impl Publisher {
     /// Runs until the source's sender is dropped.
     pub async fn run(self, mut updates: mpsc::Receiver<SourceUpdate>) {
         let mut known_errors: HashSet<String> = HashSet::new();
+        // The last snapshot and the table built from it: the next build takes over what did not change.
+        let mut last: Option<(Arc<Snapshot>, Arc<RouteTable>)> = None;
         while let Some(mut update) = updates.recv().await {
+            let mut superseded = Vec::new();
             while let Ok(newer) = updates.try_recv() {
-                update = newer;
+                superseded.push(std::mem::replace(&mut update, newer));
             }
             self.count_new_errors(&update, &mut known_errors);
             let generation = self.table.load().generation + 1;
             let options = self.options.clone();
             let started = Instant::now();
             let snapshot = Arc::new(update.snapshot);
-            if let Some(snapshots) = &self.snapshots {
-                snapshots.send_replace(snapshot.clone());
-            }
-            let built = tokio::task::spawn_blocking(move || build(&snapshot, &options, generation)).await;
-            let table = match built {
-                Ok(table) => table,
+            let replaced = self.snapshots.as_ref().map(|snapshots| snapshots.send_replace(snapshot.clone()));
+            let previous = last.take();
+            let building = snapshot.clone();
+            let built = tokio::task::spawn_blocking(move || {
+                let from = previous.as_ref().map(|(snapshot, table)| (&**snapshot, &**table));
+                (build_from(&building, &options, generation, from), previous)
+            })
+            .await;
+            // Whole states are freed off the runtime's threads, after the table is live.
+            let stale = (superseded, replaced);
+            let (table, previous) = match built {
+                Ok(built) => built,
                 Err(error) => {
                     warn!(%error, "route table build failed; the previous table stays live");
+                    tokio::task::spawn_blocking(move || drop(stale));
                     continue;
                 }
             };
-            self.publish(table, started);
+            let table = self.publish(table, started);
+            last = Some((snapshot, table));
+            // The old snapshot and table (unless requests still hold it) go too.
+            tokio::task::spawn_blocking(move || drop((stale, previous)));
         }
     }
 
@@ -62,9 +75,9 @@ impl Publisher {
         *known = current;
     }
 
-    fn publish(&self, table: RouteTable, started: Instant) {
+    fn publish(&self, table: RouteTable, started: Instant) -> Arc<RouteTable> {
         let previous = self.table.load_full();
-        table.inherit_health(&previous);
+        inherit_health(&table, &previous);
         log_new_rejections(&previous, &table);
         let new_warnings = log_new_warnings(&previous, &table);
         self.metrics.route_warnings.inc_by(new_warnings);
@@ -85,7 +98,29 @@ impl Publisher {
         spawn_checks(Arc::downgrade(&table));
         self.health.mark_table_ready();
         if let Some(published) = &self.published {
-            published.send_replace(table);
+            published.send_replace(table.clone());
+        }
+        if Arc::strong_count(&previous) == 1 {
+            // The last holder of the old table: free it off the runtime.
+            tokio::task::spawn_blocking(move || drop(previous));
+        }
+        table
+    }
+}
+
+/// `RouteTable::inherit_health` for the backends that are new in `next`: a backend taken over from `previous`
+/// (the same `Arc`) already has its state.
+fn inherit_health(next: &RouteTable, previous: &RouteTable) {
+    let before: HashMap<&ObjectKey, &Arc<Backend>> = previous.backends().map(|b| (&b.route, b)).collect();
+    for backend in next.backends() {
+        let Some(old) = before.get(&backend.route) else { continue };
+        if Arc::ptr_eq(old, backend) {
+            continue;
+        }
+        for endpoint in &backend.endpoints {
+            if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
+                endpoint.health.inherit(&old_endpoint.health);
+            }
         }
     }
 }

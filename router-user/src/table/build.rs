@@ -2,7 +2,7 @@
 //! route gets its endpoints (weighted by OpenShift's arithmetic), its policy and its balancer; each host's
 //! paths are ordered for matching.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::Notify;
@@ -29,8 +29,25 @@ pub struct BuildOptions {
 /// Builds the table for `snapshot`. No I/O, safe to run on a blocking thread; certificates and reencrypt
 /// connection pools are memoised in `options.tls` across builds.
 pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> RouteTable {
+    build_from(snapshot, options, generation, None)
+}
+
+/// `build`, taking over from `previous` (the snapshot and the table built from it with the same `options`)
+/// the compiled backend of every admitted route whose inputs are unchanged: the same route object, the same
+/// endpoint objects of each of its services, the same TLS termination and reencrypt upstream. A backend is a
+/// function of those inputs, so the table equals a fresh build, except that such a route keeps its runtime
+/// state (health, requests in flight, balancer position, rate limits) instead of starting anew: a change to
+/// one route leaves the others as they were. At 10,000 routes this turns a change of one route from a full
+/// compile into admission plus the changed route.
+pub fn build_from(
+    snapshot: &Snapshot,
+    options: &BuildOptions,
+    generation: u64,
+    previous: Option<(&Snapshot, &RouteTable)>,
+) -> RouteTable {
     let mut admission = admit(snapshot, &options.admission);
     let index = EndpointIndex::new(snapshot, options.allow_loopback_endpoints);
+    let previous = previous.map(|(snapshot, table)| Previous::new(snapshot, table, options));
     let (mut http, mut https, mut passthrough) = (HostRules::default(), HostRules::default(), HostRules::default());
     let mut certs = options.tls.default_certificate.clone().map(CertStore::new);
     let mut certified_hosts = HashSet::new();
@@ -50,9 +67,17 @@ pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> Ro
         };
         let (host, wildcard) = (admitted.host.as_str(), admitted.wildcard);
         let certificate = tls.certificate.clone();
-        let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults, tls);
-        warnings.extend(route_warnings.into_iter().map(|w| (admitted.key.clone(), w)));
-        let backend = Arc::new(backend);
+        let backend = match previous.as_ref().and_then(|previous| previous.reusable(admitted, &index, &tls)) {
+            Some((backend, route_warnings)) => {
+                warnings.extend(route_warnings.iter().map(|w| (admitted.key.clone(), w.clone())));
+                backend
+            }
+            None => {
+                let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults, tls);
+                warnings.extend(route_warnings.into_iter().map(|w| (admitted.key.clone(), w)));
+                Arc::new(backend)
+            }
+        };
         match backend.termination {
             Some(Termination::Passthrough) => passthrough.insert(host, wildcard, backend.clone()),
             Some(Termination::Edge | Termination::Reencrypt) => {
@@ -83,6 +108,64 @@ pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> Ro
         certs: certs.map(Arc::new),
         outcomes: admission.outcomes,
         warnings,
+    }
+}
+
+/// The previous build's inputs and backends, for `build_from`.
+struct Previous<'p> {
+    snapshot: &'p Snapshot,
+    index: EndpointIndex<'p>,
+    backends: HashMap<&'p ObjectKey, &'p Arc<Backend>>,
+    warnings: HashMap<&'p ObjectKey, Vec<String>>,
+}
+
+impl<'p> Previous<'p> {
+    fn new(snapshot: &'p Snapshot, table: &'p RouteTable, options: &BuildOptions) -> Self {
+        let mut warnings: HashMap<&ObjectKey, Vec<String>> = HashMap::new();
+        for (key, warning) in &table.warnings {
+            warnings.entry(key).or_default().push(warning.clone());
+        }
+        Self {
+            snapshot,
+            index: EndpointIndex::new(snapshot, options.allow_loopback_endpoints),
+            backends: table.backends().map(|backend| (&backend.route, backend)).collect(),
+            warnings,
+        }
+    }
+
+    /// The previous backend of `admitted` (and its warnings) when nothing it was compiled from has changed.
+    fn reusable(
+        &self,
+        admitted: &Admitted<'_>,
+        index: &EndpointIndex<'_>,
+        tls: &RouteTls,
+    ) -> Option<(Arc<Backend>, &[String])> {
+        let (key, route) = (admitted.key, admitted.route);
+        let backend = self.backends.get(key)?;
+        let same_tls = backend.termination == tls.termination
+            && match (&backend.reencrypt, &tls.reencrypt) {
+                (None, None) => true,
+                (Some(before), Some(now)) => Arc::ptr_eq(before, now),
+                _ => false,
+            };
+        // What `backend_for` reads of a route: its spec and its annotations (labels too, to be safe); not its
+        // resourceVersion or status, which the Kubernetes source sees change on every status write.
+        let same_route = self.snapshot.routes.get(key).is_some_and(|before| {
+            before.spec == route.spec
+                && before.metadata.annotations == route.metadata.annotations
+                && before.metadata.labels == route.metadata.labels
+        });
+        if !same_tls || !same_route {
+            return None;
+        }
+        let services = std::iter::once(&route.spec.to).chain(route.spec.alternate_backends.iter().take(3));
+        for service in services {
+            if !index.same_service(&self.index, &ObjectKey::new(&key.namespace, &service.name)) {
+                return None;
+            }
+        }
+        let warnings = self.warnings.get(key).map_or(&[][..], Vec::as_slice);
+        Some((Arc::clone(backend), warnings))
     }
 }
 
@@ -158,4 +241,66 @@ fn backend_for(
         policy,
     };
     (backend, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(routes: &[(&str, &str)], slices: &[(&str, &str)]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for (name, extra) in routes {
+            let yaml = format!(
+                "metadata: {{name: {name}, namespace: ns{extra}}}\nspec: {{host: {name}.example.com, to: {{kind: \
+                 Service, name: {name}}}}}\n"
+            );
+            let route: Route = serde_yaml::from_str(&yaml).expect("test route");
+            snapshot.routes.insert(ObjectKey::new("ns", *name), route);
+        }
+        for (service, ip) in slices {
+            let yaml = format!(
+                "metadata: {{name: {service}-1, namespace: ns, labels: {{kubernetes.io/service-name: {service}}}}}\n\
+                 addressType: IPv4\nports: [{{name: http, port: 8080, protocol: TCP}}]\n\
+                 endpoints: [{{addresses: [\"{ip}\"]}}, {{addresses: [\"10.0.0.99\"]}}]\n"
+            );
+            let slice = serde_yaml::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), slice);
+        }
+        snapshot
+    }
+
+    fn backend<'t>(table: &'t RouteTable, name: &str) -> &'t Arc<Backend> {
+        table.lookup(&format!("{name}.example.com"), "/").unwrap_or_else(|| panic!("{name} is served"))
+    }
+
+    #[test]
+    fn build_from_takes_over_exactly_the_unchanged_backends() {
+        let options = BuildOptions { allow_loopback_endpoints: true, ..BuildOptions::default() };
+        let bad = ", annotations: {haproxy.router.openshift.io/balance: nonsense}";
+        let routes = [("a", ""), ("b", ""), ("c", bad), ("d", "")];
+        let before = snapshot(&routes, &[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3"), ("d", "10.0.0.4")]);
+        let first = build(&before, &options, 1);
+        assert_eq!(first.warnings.len(), 1, "{:?}", first.warnings);
+
+        // b's endpoints change, d's route changes, e is new; a and c are as they were.
+        let routes = [("a", ""), ("b", ""), ("c", bad), ("d", ", annotations: {x: y}"), ("e", "")];
+        let slices = [("a", "10.0.0.1"), ("b", "10.0.0.22"), ("c", "10.0.0.3"), ("d", "10.0.0.4"), ("e", "10.0.0.5")];
+        let after = snapshot(&routes, &slices);
+        let next = build_from(&after, &options, 2, Some((&before, &first)));
+        for (name, kept) in [("a", true), ("b", false), ("c", true), ("d", false)] {
+            assert_eq!(Arc::ptr_eq(backend(&first, name), backend(&next, name)), kept, "{name}");
+        }
+        let fresh = build(&after, &options, 2);
+        assert_eq!(next.warnings, fresh.warnings, "a kept route keeps its warnings");
+        for name in ["a", "b", "c", "d", "e"] {
+            let (mine, theirs) = (backend(&next, name), backend(&fresh, name));
+            let endpoints =
+                |b: &Backend| b.endpoints.iter().map(|e| (e.addr, e.id.clone(), e.weight)).collect::<Vec<_>>();
+            assert_eq!(endpoints(mine), endpoints(theirs), "{name}");
+            assert_eq!(format!("{:?}", mine.policy), format!("{:?}", theirs.policy), "{name}");
+        }
+        let outcomes =
+            |t: &RouteTable| t.outcomes.iter().map(|o| (o.key.clone(), o.result.clone())).collect::<Vec<_>>();
+        assert_eq!(outcomes(&next), outcomes(&fresh));
+    }
 }

@@ -42,6 +42,19 @@ impl<'a> EndpointIndex<'a> {
         Self { slices, endpoints: &snapshot.endpoints, allow_loopback }
     }
 
+    /// Whether `service`'s endpoints come from the same objects in `self` and `other` (and the same
+    /// loopback rule), so that `ready` would return the same for it.
+    pub fn same_service(&self, other: &EndpointIndex<'_>, service: &ObjectKey) -> bool {
+        if self.allow_loopback != other.allow_loopback {
+            return false;
+        }
+        match (self.slices.get(service), other.slices.get(service)) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            (None, None) => self.endpoints.get(service) == other.endpoints.get(service),
+            _ => false,
+        }
+    }
+
     /// Ready endpoints of `service`, in a stable order, optionally only those whose port name or number
     /// equals `target_port`.
     pub fn ready(&self, service: &ObjectKey, target_port: Option<&IntOrString>) -> Vec<ServiceEndpoint> {

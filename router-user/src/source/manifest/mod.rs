@@ -18,3 +18,5 @@ mod watch;
 pub use error::ManifestError;
 pub use store::ManifestSource;
 pub use watch::spawn_watch;
+#[cfg(test)]
+mod churn_tests;

@@ -7,10 +7,12 @@
 //! root) keeps what was known under it. The same object in two files: the later file in path order
 //! wins, with a warning.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::ErrorKind;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use super::error::ManifestError;
@@ -102,6 +104,43 @@ impl ManifestSource {
         for path in &listing.files {
             changed |= self.refresh(path);
         }
+        self.finish(changed)
+    }
+
+    /// Re-reads only `paths` (from filesystem events under a directory root), as `pass` would see them, and
+    /// records their new stat in `seen` before reading. `None` when only a full `pass` can tell what changed
+    /// (a directory, a file root, a known file's directory gone) or before the first `pass`.
+    pub(super) fn pass_paths(&mut self, paths: &BTreeSet<PathBuf>, seen: &mut tree::Fingerprint) -> Option<Pass> {
+        if !self.loaded || !self.root.is_dir() {
+            return None;
+        }
+        let mut files = Vec::new();
+        for path in paths {
+            let known = |p: &Path| self.files.contains_key(p);
+            let known_under = |p: &Path| {
+                let mut after = self.files.range::<Path, _>((Bound::Included(p), Bound::Unbounded));
+                after.next().is_some_and(|(file, _)| file.starts_with(p))
+            };
+            match tree::classify(&self.root, path, known, known_under) {
+                tree::Touched::Manifest => files.push(path.clone()),
+                tree::Touched::Ignored => {}
+                tree::Touched::Rescan => return None,
+            }
+        }
+        tree::refingerprint(seen, &files);
+        let mut changed = false;
+        for path in &files {
+            changed |= self.refresh(path);
+        }
+        if !changed {
+            // Nothing to send (the watch sends only changes): skip the merge.
+            return Some(Pass { update: SourceUpdate::default(), changed });
+        }
+        Some(self.finish(changed))
+    }
+
+    /// Merges the files into the update; logs duplicates that are new.
+    fn finish(&mut self, changed: bool) -> Pass {
         let (snapshot, duplicates) = merge(&self.files);
         for dup in duplicates.difference(&self.duplicates) {
             let (first, winner) = (dup.first.display(), dup.winner.display());
@@ -184,39 +223,54 @@ fn log_new(before: &[ManifestError], now: &[ManifestError]) {
 fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>) {
     let mut merged = Snapshot::default();
     let mut dups = BTreeSet::new();
-    let mut origin = BTreeMap::new();
-    for (path, file) in files {
-        let mut m = Merge { path, origin: &mut origin, dups: &mut dups };
-        let objects = &file.objects;
-        m.kind("Route", &mut merged.routes, &objects.routes);
-        m.kind("Service", &mut merged.services, &objects.services);
-        m.kind("EndpointSlice", &mut merged.endpoint_slices, &objects.endpoint_slices);
-        m.kind("Endpoints", &mut merged.endpoints, &objects.endpoints);
-        m.kind("Namespace", &mut merged.namespaces, &objects.namespaces);
-        m.kind("Secret", &mut merged.secrets, &objects.secrets);
-    }
+    merge_kind(files, "Route", &mut merged.routes, |o| &o.routes, &mut dups);
+    merge_kind(files, "Service", &mut merged.services, |o| &o.services, &mut dups);
+    merge_kind(files, "EndpointSlice", &mut merged.endpoint_slices, |o| &o.endpoint_slices, &mut dups);
+    merge_kind(files, "Endpoints", &mut merged.endpoints, |o| &o.endpoints, &mut dups);
+    merge_kind(files, "Namespace", &mut merged.namespaces, |o| &o.namespaces, &mut dups);
+    merge_kind(files, "Secret", &mut merged.secrets, |o| &o.secrets, &mut dups);
     (merged, dups)
 }
 
-struct Merge<'a, 'm> {
-    path: &'a Path,
-    origin: &'m mut BTreeMap<(&'static str, String), &'a Path>,
-    dups: &'m mut BTreeSet<Duplicate>,
-}
-
-impl Merge<'_, '_> {
-    fn kind<K: Ord + Clone + Display, T: Clone>(
-        &mut self,
-        kind: &'static str,
-        dst: &mut BTreeMap<K, T>,
-        src: &BTreeMap<K, T>,
-    ) {
-        for (key, object) in src {
-            if let Some(first) = self.origin.insert((kind, key.to_string()), self.path) {
-                let (first, winner) = (first.to_path_buf(), self.path.to_path_buf());
-                self.dups.insert(Duplicate { kind, key: key.to_string(), first, winner });
+/// One kind's merge. The largest file's map is cloned whole (one bulk copy instead of an insert per object:
+/// a single big manifest file is the common layout); files after it in path order then override it and each
+/// other, files before it fill in only what is still missing, latest first. Any key seen twice is looked up in
+/// every file, to record each override as (previous holder, next holder) in path order.
+fn merge_kind<K: Ord + Clone + Display, T: Clone>(
+    files: &BTreeMap<PathBuf, FileState>,
+    kind: &'static str,
+    dst: &mut BTreeMap<K, T>,
+    select: impl Fn(&Snapshot) -> &BTreeMap<K, T>,
+    dups: &mut BTreeSet<Duplicate>,
+) {
+    let Some((largest, _)) = files.iter().max_by_key(|(_, file)| select(&file.objects).len()) else { return };
+    let mut collided = Vec::new();
+    if let Some(file) = files.get(largest) {
+        dst.clone_from(select(&file.objects));
+    }
+    for (_, file) in files.range::<Path, _>((Bound::Excluded(largest.as_path()), Bound::Unbounded)) {
+        for (key, object) in select(&file.objects) {
+            if dst.insert(key.clone(), object.clone()).is_some() {
+                collided.push(key);
             }
-            dst.insert(key.clone(), object.clone());
+        }
+    }
+    for (_, file) in files.range::<Path, _>((Bound::Unbounded, Bound::Excluded(largest.as_path()))).rev() {
+        for (key, object) in select(&file.objects) {
+            match dst.entry(key.clone()) {
+                Entry::Occupied(_) => collided.push(key),
+                Entry::Vacant(slot) => {
+                    slot.insert(object.clone());
+                }
+            }
+        }
+    }
+    for key in collided {
+        let holders: Vec<&PathBuf> =
+            files.iter().filter(|(_, file)| select(&file.objects).contains_key(key)).map(|(path, _)| path).collect();
+        for pair in holders.windows(2) {
+            let (first, winner) = (pair[0].clone(), pair[1].clone());
+            dups.insert(Duplicate { kind, key: key.to_string(), first, winner });
         }
     }
 }

@@ -5,7 +5,7 @@
 //! its visible symlinks) and editor leftovers (`x~`, `*.swp`, `#x#`) are skipped. A path that names
 //! a file is read whatever its name.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -95,20 +95,65 @@ fn has_manifest_extension(name: &str) -> bool {
 }
 
 /// What the poll compares between ticks: every listed file with its modification time and size.
-pub(super) type Fingerprint = Vec<(PathBuf, Option<SystemTime>, u64)>;
+pub(super) type Fingerprint = BTreeMap<PathBuf, (Option<SystemTime>, u64)>;
 
 /// Fingerprints the files under `root` (cheap: a walk and a `stat` per file, no reads).
 pub(super) fn fingerprint(root: &Path) -> Fingerprint {
-    list(root)
-        .files
-        .into_iter()
-        .map(|path| {
-            let meta = fs::metadata(&path).ok();
-            let modified = meta.as_ref().and_then(|meta| meta.modified().ok());
-            let len = meta.map_or(0, |meta| meta.len());
-            (path, modified, len)
-        })
-        .collect()
+    list(root).files.into_iter().map(|path| (stat(&path), path)).map(|(meta, path)| (path, meta)).collect()
+}
+
+/// Brings the entries of `paths` (manifest files, per `classify`) up to date: a file that is gone leaves.
+pub(super) fn refingerprint(fingerprint: &mut Fingerprint, paths: &[PathBuf]) {
+    for path in paths {
+        if path.is_file() {
+            fingerprint.insert(path.clone(), stat(path));
+        } else {
+            fingerprint.remove(path);
+        }
+    }
+}
+
+fn stat(path: &Path) -> (Option<SystemTime>, u64) {
+    let meta = fs::metadata(path).ok();
+    let modified = meta.as_ref().and_then(|meta| meta.modified().ok());
+    (modified, meta.map_or(0, |meta| meta.len()))
+}
+
+/// What a path named by a filesystem event means for the files under a directory root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Touched {
+    /// A manifest file (as `list` would see it) or a known one that is gone: re-read just this path.
+    Manifest,
+    /// Not something `list` reports (hidden, editor leftovers, other extensions): nothing to do.
+    Ignored,
+    /// A directory, the root itself, a path outside the root, or a known file's parent that went away: only
+    /// a full listing tells what changed.
+    Rescan,
+}
+
+/// Classifies `path` (from an event under the directory `root`); `known` tells whether the store holds the
+/// file at a path, `known_under` whether it holds files under a path.
+pub(super) fn classify(
+    root: &Path,
+    path: &Path,
+    known: impl Fn(&Path) -> bool,
+    known_under: impl Fn(&Path) -> bool,
+) -> Touched {
+    let Ok(relative) = path.strip_prefix(root) else { return Touched::Rescan };
+    let meta = fs::metadata(path);
+    if relative.as_os_str().is_empty() || meta.as_ref().is_ok_and(|meta| meta.is_dir()) {
+        // A new or renamed directory (also the `..data` swap of a mounted ConfigMap): its files are unknown.
+        return Touched::Rescan;
+    }
+    let listed = relative.components().all(|part| part.as_os_str().to_str().is_some_and(|part| !is_skipped(part)))
+        && relative.file_name().and_then(|name| name.to_str()).is_some_and(has_manifest_extension);
+    match meta {
+        Ok(meta) if meta.is_file() && listed => Touched::Manifest,
+        // Gone, or no longer a regular file: drop what it contributed.
+        _ if known(path) => Touched::Manifest,
+        Err(_) if known_under(path) => Touched::Rescan,
+        _ => Touched::Ignored,
+    }
 }
 
 #[cfg(test)]

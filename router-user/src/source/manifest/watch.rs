@@ -5,22 +5,31 @@
 //! picked up, and re-arms the notify watch when it sees a change the watch missed. Each pass runs
 //! on the blocking pool; an update is sent only when some file's bytes, the file set or the listing
 //! errors changed, so the receiver never sees no-ops.
+//!
+//! Latency: an event that ends a change (a close after writing, a rename, a removal) starts a pass at
+//! once; events that arrive meanwhile are coalesced into the next pass. Events of a change still in progress
+//! (a create, a write) wait until `DEBOUNCE` of quiet or such an ending event, so a file is not read
+//! half-written. A pass re-reads only the paths the events named, unless one of them needs a full listing (a
+//! directory, a file root, a lost event).
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::mem;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use notify::event::{AccessKind, AccessMode};
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::store::ManifestSource;
-use super::tree;
+use super::store::{ManifestSource, Pass};
+use super::tree::{self, Fingerprint};
 use crate::source::SourceUpdate;
 
-/// Quiet time after a filesystem event before reloading, so an editor's write-rename-chmod is one
-/// reload.
+/// Quiet time after an event of a change still in progress (a create, a write) before reloading, so an
+/// editor's write-rename-chmod is one reload.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 /// Longest a stream of events can hold a reload back.
 const SETTLE_MAX: Duration = Duration::from_secs(1);
@@ -41,13 +50,69 @@ struct Options {
     poll: Duration,
 }
 
+/// What the events since the last pass ask for; filled by notify's thread.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Paths the events named.
+    paths: BTreeSet<PathBuf>,
+    /// An event without paths, a lost event or a watch error: only a full pass is sure to see the change.
+    rescan: bool,
+    /// Some event ended a change (close after write, rename, removal): reload without waiting for quiet.
+    settled: bool,
+}
+
+/// `Pending` and the wake-up of the watch loop.
+#[derive(Debug, Default)]
+struct Events {
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+impl Events {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A panic while holding this lock cannot leave `Pending` inconsistent: keep using it.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record(&self, event: notify::Result<notify::Event>) {
+        {
+            let mut pending = self.lock();
+            match event {
+                Ok(event) if !is_change(&event.kind) => return,
+                Ok(event) => {
+                    pending.settled |= ends_change(&event.kind);
+                    pending.rescan |= event.need_rescan() || event.paths.is_empty();
+                    pending.paths.extend(event.paths);
+                }
+                Err(_) => {
+                    pending.rescan = true;
+                    pending.settled = true;
+                }
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    fn take(&self) -> Pending {
+        mem::take(&mut *self.lock())
+    }
+}
+
+/// The work of one pass.
+enum Work {
+    /// List every file and re-read those whose bytes changed.
+    Full,
+    /// Re-read these paths only (falls back to `Full` when they need a listing).
+    Paths(BTreeSet<PathBuf>),
+}
+
 async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options: Options) {
     let root = source.path().to_path_buf();
-    let (event_tx, mut events) = mpsc::channel::<()>(1);
+    let events = Arc::new(Events::default());
     let arm = |watcher: &mut Option<RecommendedWatcher>| {
         if options.notify {
             *watcher = None; // drop the old watch first: one inotify instance at a time
-            *watcher = watch_fs(&root, &event_tx);
+            *watcher = watch_fs(&root, &events);
         }
     };
     let mut watcher = None;
@@ -56,14 +121,14 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
     poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut first = true;
     let mut warned_missing = false;
+    let mut seen = Fingerprint::new();
+    let mut work = Work::Full;
     loop {
-        // Fingerprint before reading, so a change made during the pass is seen by the next poll.
         let pass = tokio::task::spawn_blocking(move || {
-            let seen = tree::fingerprint(source.path());
-            let pass = source.pass();
+            let pass = run_pass(&mut source, &mut seen, work);
             (source, seen, pass)
         });
-        let (returned, seen, pass) = match pass.await {
+        let (returned, now_seen, pass) = match pass.await {
             Ok(done) => done,
             Err(err) => {
                 tracing::error!(error = %err, "manifest reload failed; manifest watch stopped");
@@ -71,6 +136,7 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
             }
         };
         source = returned;
+        seen = now_seen;
         // No complete state exists before the manifest path does: hold the first update back (the router
         // stays not-ready) until it appears.
         let root_missing = first && !root.exists();
@@ -85,12 +151,18 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
                 return;
             }
         }
-        loop {
+        work = loop {
             tokio::select! {
                 () = tx.closed() => return,
-                Some(()) = events.recv() => {
-                    settle(&mut events).await;
-                    break;
+                () = events.wake.notified() => {
+                    settle(&events).await;
+                    let pending = events.take();
+                    if pending.rescan || root_missing {
+                        break Work::Full;
+                    }
+                    if !pending.paths.is_empty() {
+                        break Work::Paths(pending.paths);
+                    }
                 }
                 _ = poll.tick() => {
                     let dir = root.clone();
@@ -102,40 +174,51 @@ async fn run(mut source: ManifestSource, tx: mpsc::Sender<SourceUpdate>, options
                             tracing::debug!(%path, "poll saw a change the watch missed; re-arming");
                         }
                         arm(&mut watcher);
-                        break;
+                        break Work::Full;
                     }
                     if watcher.is_none() {
                         arm(&mut watcher);
                     }
                 }
             }
-        }
+        };
     }
 }
 
-/// Waits until events stop for `DEBOUNCE` (at most `SETTLE_MAX`), swallowing them.
-async fn settle(events: &mut mpsc::Receiver<()>) {
+/// One pass on the blocking pool. `seen` is brought up to date before reading, so a change made during the
+/// pass is seen by the next poll.
+fn run_pass(source: &mut ManifestSource, seen: &mut Fingerprint, work: Work) -> Pass {
+    if let Work::Paths(paths) = work {
+        if let Some(pass) = source.pass_paths(&paths, seen) {
+            return pass;
+        }
+    }
+    *seen = tree::fingerprint(source.path());
+    source.pass()
+}
+
+/// Returns at once when an event ended a change; otherwise waits until events stop for `DEBOUNCE` (at most
+/// `SETTLE_MAX`) or one that ends a change arrives.
+async fn settle(events: &Events) {
     let deadline = Instant::now() + SETTLE_MAX;
     loop {
+        if events.lock().settled {
+            return;
+        }
         let quiet_at = (Instant::now() + DEBOUNCE).min(deadline);
-        match tokio::time::timeout_at(quiet_at, events.recv()).await {
-            Ok(Some(())) if Instant::now() < deadline => continue,
+        match tokio::time::timeout_at(quiet_at, events.wake.notified()).await {
+            Ok(()) if Instant::now() < deadline => continue,
             _ => return,
         }
     }
 }
 
-/// Starts a notify watch that pokes `events` on every change under `root`; `None` (and a debug log)
+/// Starts a notify watch that records every change under `root` in `events`; `None` (and a debug log)
 /// if it cannot, e.g. while `root` does not exist. A file is watched through its directory, since
 /// editors replace files by rename, which ends a watch on the file itself.
-fn watch_fs(root: &Path, events: &mpsc::Sender<()>) -> Option<RecommendedWatcher> {
+fn watch_fs(root: &Path, events: &Arc<Events>) -> Option<RecommendedWatcher> {
     let events = events.clone();
-    let handler = move |event: notify::Result<notify::Event>| {
-        if event.map_or(true, |event| is_change(&event.kind)) {
-            // Full means a reload is already pending, which will see this change too.
-            let _ = events.try_send(());
-        }
-    };
+    let handler = move |event: notify::Result<notify::Event>| events.record(event);
     let (target, mode) = if root.is_dir() {
         (root, RecursiveMode::Recursive)
     } else {
@@ -154,6 +237,18 @@ fn watch_fs(root: &Path, events: &mpsc::Sender<()>) -> Option<RecommendedWatcher
             None
         }
     }
+}
+
+/// Events after which the file (or directory) is complete: a close after writing, a rename, a removal, a new
+/// directory. A create or a write is followed by more of the same change.
+fn ends_change(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+            | EventKind::Modify(ModifyKind::Name(_))
+            | EventKind::Remove(_)
+            | EventKind::Create(CreateKind::Folder)
+    )
 }
 
 /// Everything but reads: our own reloads open and read the files, which must not trigger another
@@ -248,5 +343,15 @@ mod tests {
         assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
         assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
         assert!(is_change(&EventKind::Remove(notify::event::RemoveKind::File)));
+    }
+
+    #[test]
+    fn a_close_after_writing_or_a_rename_ends_a_change() {
+        use notify::event::{DataChange, RenameMode};
+        assert!(ends_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(ends_change(&EventKind::Modify(ModifyKind::Name(RenameMode::To))));
+        assert!(ends_change(&EventKind::Remove(notify::event::RemoveKind::File)));
+        assert!(!ends_change(&EventKind::Create(CreateKind::File)));
+        assert!(!ends_change(&EventKind::Modify(ModifyKind::Data(DataChange::Any))));
     }
 }

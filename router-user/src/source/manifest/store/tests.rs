@@ -134,48 +134,48 @@ fn a_single_file_path_and_change_detection() {
     assert_eq!(host(&pass.update, "a").as_deref(), Some("b.example.com"));
 }
 
-/// A `tracing` writer into a shared buffer, to count log lines.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log buffer").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn count(&self, needle: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().expect("log buffer")).matches(needle).count()
-    }
-}
-
 #[test]
-fn errors_and_duplicates_are_logged_once() {
+fn a_pass_over_named_paths_sees_what_a_full_pass_sees() {
+    use std::collections::BTreeSet;
+
+    use super::super::tree::{self, Fingerprint};
+
     let dir = tempfile::tempdir().expect("tempdir");
-    write(&dir.path().join("a.yaml"), &route("a", "a.example.com"));
-    write(&dir.path().join("b.yaml"), &format!("{}---\nkind: [\n", route("a", "b.example.com")));
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        // Another test thread may have cached "no interest" for these callsites before this scoped
-        // subscriber existed; recompute it now that it does.
-        tracing::callsite::rebuild_interest_cache();
-        let mut source = ManifestSource::new(dir.path());
-        for _ in 0..3 {
-            assert_eq!(source.reload().errors.len(), 1);
-        }
-    });
-    assert_eq!(logs.count("manifest error"), 1);
-    assert_eq!(logs.count("b.yaml line=13"), 1, "{}", logs.count("line="));
-    assert_eq!(logs.count("defined in two manifest files"), 1);
+    let root = dir.path();
+    write(&root.join("a.yaml"), &route("a", "a.example.com"));
+    write(&root.join("b.yaml"), &route("b", "b.example.com"));
+    let mut source = ManifestSource::new(root);
+    let mut seen: Fingerprint = tree::fingerprint(root);
+    assert!(source.pass_paths(&BTreeSet::new(), &mut seen).is_none(), "a full pass comes first");
+    source.pass();
+    let paths = |names: &[&str]| names.iter().map(|name| root.join(name)).collect::<BTreeSet<_>>();
+
+    write(&root.join("c.yaml"), &route("c", "c.example.com"));
+    write(&root.join("a.yaml"), &route("a", "a2.example.com"));
+    write(&root.join(".c.yaml.tmp"), &route("hidden", "hidden.example.com"));
+    let pass =
+        source.pass_paths(&paths(&["c.yaml", "a.yaml", ".c.yaml.tmp", "notes.txt"]), &mut seen).expect("no rescan");
+    assert!(pass.changed);
+    assert_eq!(host(&pass.update, "a").as_deref(), Some("a2.example.com"));
+    assert_eq!(host(&pass.update, "c").as_deref(), Some("c.example.com"));
+    assert_eq!(pass.update.snapshot.routes.len(), 3, "the hidden file is not read");
+    assert_eq!(seen, tree::fingerprint(root), "the poll's fingerprint follows");
+
+    let unchanged = source.pass_paths(&paths(&["b.yaml", ".c.yaml.tmp"]), &mut seen).expect("no rescan");
+    assert!(!unchanged.changed);
+
+    fs::remove_file(root.join("b.yaml")).expect("rm");
+    let pass = source.pass_paths(&paths(&["b.yaml"]), &mut seen).expect("no rescan");
+    assert!(pass.changed);
+    assert_eq!(host(&pass.update, "b"), None);
+    assert_eq!(pass.update.snapshot.routes.len(), 2);
+    assert_eq!(seen, tree::fingerprint(root));
+
+    // A new directory, or a known file's directory gone: only a listing tells.
+    fs::create_dir(root.join("sub")).expect("mkdir");
+    write(&root.join("sub/d.yaml"), &route("d", "d.example.com"));
+    assert!(source.pass_paths(&paths(&["sub"]), &mut seen).is_none());
+    assert_eq!(host(&source.pass().update, "d").as_deref(), Some("d.example.com"));
+    fs::remove_dir_all(root.join("sub")).expect("rm -r");
+    assert!(source.pass_paths(&paths(&["sub"]), &mut seen).is_none());
 }
