@@ -219,8 +219,8 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         out.push_str(&churn);
         out.push_str(
             "\nChange-to-traffic runs from the start of writing the change until the new route answers 200 (polled \
-             every 2 ms on new connections); the router's manifest watch waits 100 ms for writes to settle before it \
-             reloads.\n",
+             every 2 ms on new connections); the router's manifest watch reloads as soon as a write ends (the rename), \
+             re-reading only the files named by the change.\n",
         );
     }
     let lifecycle = lifecycle_table(outcome);
