@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use super::client_io::{ClientIo, ConnectionClock};
+use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use super::listener::{stop_requested, ClientTimeouts};
 
@@ -38,7 +39,8 @@ pub async fn serve_client<I>(
     let state = Arc::new(state);
     let clock = ConnectionClock::new();
     let drain_clock = clock.clone();
-    let io = TokioIo::new(ClientIo::new(io, clock.clone(), timeouts.http_request, timeouts.keep_alive));
+    let io_clock = clock.clone();
+    let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
     let service = service_fn(move |request| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         async move {
@@ -59,7 +61,7 @@ pub async fn serve_client<I>(
                 .timer(TokioTimer::new())
                 .header_read_timeout(None)
                 .keep_alive(true)
-                .serve_connection(io, service)
+                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, http_request, keep_alive)), service)
                 .with_upgrades();
             tokio::pin!(connection);
             tokio::select! {
@@ -72,6 +74,8 @@ pub async fn serve_client<I>(
             }
         }
         HttpVersion::H2 => {
+            let io = ClientIo::new(CoalescedWrites::new(io), io_clock, http_request, keep_alive);
+            let io = TokioIo::new(io);
             let connection =
                 http2::Builder::new(TokioExecutor::new()).timer(TokioTimer::new()).serve_connection(io, service);
             tokio::pin!(connection);

@@ -1,6 +1,7 @@
 //! The HTTP listener (:80): accept, route by Host and path, forward to pods, answer for failures.
 
 mod client_io;
+mod coalesced_writes;
 mod connection;
 mod forwarded;
 mod handler;
