@@ -1,7 +1,7 @@
 //! Turns each source update into a new compiled table, built on a blocking thread and swapped in whole.
 //! Updates that arrive during a build are coalesced: only the newest is built next.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,9 +11,9 @@ use tracing::{info, warn};
 use crate::admin::Health;
 use crate::balance::health_check::spawn_checks;
 use crate::metrics::Metrics;
-use crate::model::{ObjectKey, Snapshot};
+use crate::model::Snapshot;
 use crate::source::SourceUpdate;
-use crate::table::{build_from, Backend, BuildOptions, RouteTable, TableHandle};
+use crate::table::{build_from, BuildOptions, RouteTable, TableHandle};
 
 pub struct Publisher {
     pub table: TableHandle,
@@ -77,7 +77,7 @@ impl Publisher {
 
     fn publish(&self, table: RouteTable, started: Instant) -> Arc<RouteTable> {
         let previous = self.table.load_full();
-        inherit_health(&table, &previous);
+        table.inherit_health(&previous);
         log_new_rejections(&previous, &table);
         let new_warnings = log_new_warnings(&previous, &table);
         self.metrics.route_warnings.inc_by(new_warnings);
@@ -105,23 +105,6 @@ impl Publisher {
             tokio::task::spawn_blocking(move || drop(previous));
         }
         table
-    }
-}
-
-/// `RouteTable::inherit_health` for the backends that are new in `next`: a backend taken over from `previous`
-/// (the same `Arc`) already has its state.
-fn inherit_health(next: &RouteTable, previous: &RouteTable) {
-    let before: HashMap<&ObjectKey, &Arc<Backend>> = previous.backends().map(|b| (&b.route, b)).collect();
-    for backend in next.backends() {
-        let Some(old) = before.get(&backend.route) else { continue };
-        if Arc::ptr_eq(old, backend) {
-            continue;
-        }
-        for endpoint in &backend.endpoints {
-            if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
-                endpoint.health.inherit(&old_endpoint.health);
-            }
-        }
     }
 }
 

@@ -52,19 +52,7 @@ impl TestBackend {
     }
 
     pub fn serve(name: &str, listener: TcpListener) -> TestBackend {
-        let addr = listener.local_addr().expect("backend address");
-        let name_owned: Arc<str> = name.into();
-        let task = tokio::spawn(async move {
-            while let Ok((stream, peer)) = listener.accept().await {
-                let name = name_owned.clone();
-                let info = Arc::new(ConnectionInfo { peer: Some(peer), tls: None });
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| answer(name.clone(), info.clone(), request));
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).with_upgrades().await;
-                });
-            }
-        });
-        TestBackend { name: name.to_string(), addr, task }
+        Self::serve_clear(name, listener, false)
     }
 
     /// Starts a backend on a free port of 127.0.0.1 that speaks HTTP/1.1 and prior-knowledge HTTP/2 in clear
@@ -75,6 +63,11 @@ impl TestBackend {
     }
 
     pub fn serve_h2c(name: &str, listener: TcpListener) -> TestBackend {
+        Self::serve_clear(name, listener, true)
+    }
+
+    /// Serves clear-text connections: HTTP/1.1 only, or (`h2c`) HTTP/1.1 and prior-knowledge HTTP/2.
+    fn serve_clear(name: &str, listener: TcpListener, h2c: bool) -> TestBackend {
         let addr = listener.local_addr().expect("backend address");
         let name_owned: Arc<str> = name.into();
         let task = tokio::spawn(async move {
@@ -83,8 +76,12 @@ impl TestBackend {
                 let info = Arc::new(ConnectionInfo { peer: Some(peer), tls: None });
                 tokio::spawn(async move {
                     let service = service_fn(move |request| answer(name.clone(), info.clone(), request));
-                    let builder = auto::Builder::new(TokioExecutor::new());
-                    let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).await;
+                    let io = TokioIo::new(stream);
+                    let _ = if h2c {
+                        auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(io, service).await
+                    } else {
+                        http1::Builder::new().serve_connection(io, service).with_upgrades().await.map_err(Into::into)
+                    };
                 });
             }
         });

@@ -13,11 +13,8 @@ use tracing::{debug, warn};
 use super::splice::{relay, RelayStats};
 use super::HttpsContext;
 use crate::metrics::{BackendOnlyLabels, PassthroughLabels, RefusedLabels, TlsFailureLabels, UpstreamErrorLabels};
-use crate::protection::Refused;
+use crate::proxy::MAX_ATTEMPTS;
 use crate::table::Backend;
-
-/// Pods tried before the client's connection is closed (HAProxy: `retries 3` with `option redispatch`).
-const MAX_ATTEMPTS: usize = 3;
 
 pub async fn relay_to_pod(
     client_stream: TcpStream,
@@ -38,8 +35,7 @@ pub async fn relay_to_pod(
     let _ticket = match &backend.limiter {
         Some(limiter) => match limiter.connect(client.ip(), Instant::now()) {
             Ok(ticket) => Some(ticket),
-            Err(Refused::ConcurrentConnections) => return refuse("concurrent-tcp"),
-            Err(_) => return refuse("rate-tcp"),
+            Err(refused) => return refuse(refused.reason()),
         },
         None => None,
     };

@@ -23,6 +23,17 @@ pub enum Refused {
     RequestRate,
 }
 
+impl Refused {
+    /// The limit's name in the annotation (and the metric label).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refused::ConcurrentConnections => "concurrent-tcp",
+            Refused::ConnectionRate => "rate-tcp",
+            Refused::RequestRate => "rate-http",
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct RateLimiter {
     limits: RateLimits,

@@ -30,14 +30,15 @@ use super::tunnel::tunnel;
 use super::upstream::{Upstream, UpstreamBody, UpstreamError, Via};
 use crate::metrics::{BackendLabels, Metrics, RefusedLabels, UpstreamErrorLabels};
 use crate::policy::header_actions;
-use crate::protection::{ConnectionTicket, Refused};
+use crate::protection::ConnectionTicket;
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
 const X_FORWARDED_PROTO_VERSION: HeaderName = HeaderName::from_static("x-forwarded-proto-version");
 
-/// At most this many endpoints are tried for one request (HAProxy: `retries 3` with `option redispatch`).
-const MAX_ATTEMPTS: usize = 3;
+/// At most this many endpoints are tried for one request or passthrough connection (HAProxy: `retries 3` with
+/// `option redispatch`).
+pub const MAX_ATTEMPTS: usize = 3;
 
 /// Router-wide proxy settings.
 #[derive(Clone, Debug, Default)]
@@ -177,11 +178,11 @@ impl HttpProxy {
         if !tickets.iter().any(|(id, _)| *id == limiter.id()) {
             match limiter.connect(client, now) {
                 Ok(ticket) => tickets.push((limiter.id(), ticket)),
-                Err(refused) => return refuse(refused_reason(refused)),
+                Err(refused) => return refuse(refused.reason()),
             }
         }
         drop(tickets);
-        limiter.request(client, now).or_else(|refused| refuse(refused_reason(refused)))
+        limiter.request(client, now).or_else(|refused| refuse(refused.reason()))
     }
 
     async fn forward(
@@ -300,14 +301,6 @@ impl HttpProxy {
         }
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| Either::Left(LeasedBody::new(body, Some(lease))))
-    }
-}
-
-fn refused_reason(refused: Refused) -> &'static str {
-    match refused {
-        Refused::ConcurrentConnections => "concurrent-tcp",
-        Refused::ConnectionRate => "rate-tcp",
-        Refused::RequestRate => "rate-http",
     }
 }
 

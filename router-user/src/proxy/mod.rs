@@ -19,8 +19,7 @@ mod upstream_tls;
 
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
-pub use handler::ClientConnection;
-pub use handler::{HttpProxy, ProxyOptions};
+pub use handler::{ClientConnection, HttpProxy, ProxyOptions, MAX_ATTEMPTS};
 pub use listener::{accept_loop, client_of, serve_http, stop_requested, ClientTimeouts};
 pub use prefixed::Prefixed;
 pub use proxy_protocol::{read_proxy_header, ProxyHeader, ProxyProtocolError};

@@ -180,11 +180,15 @@ impl RouteTable {
     }
 
     /// Takes over the health of endpoints that were already in `previous` (same route, same server id), so
-    /// a rebuild neither forgets a dead pod nor restarts its checks.
+    /// a rebuild neither forgets a dead pod nor restarts its checks. A backend taken over from `previous` (the
+    /// same `Arc`, see `build_from`) already has its state.
     pub fn inherit_health(&self, previous: &RouteTable) {
         let before: HashMap<&ObjectKey, &Arc<Backend>> = previous.backends().map(|b| (&b.route, b)).collect();
         for backend in self.backends() {
             let Some(old) = before.get(&backend.route) else { continue };
+            if Arc::ptr_eq(old, backend) {
+                continue;
+            }
             for endpoint in &backend.endpoints {
                 if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
                     endpoint.health.inherit(&old_endpoint.health);

@@ -17,7 +17,7 @@ use rustls_pki_types::ServerName;
 use super::cert_error::CertError;
 use super::certs::roots;
 use super::pem;
-use super::pod_verifier::{AnyCertificate, ChainOnly};
+use super::pod_verifier::PodVerifier;
 
 /// How the pod's certificate is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,18 +54,23 @@ pub fn reencrypt_tls(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let algorithms = provider.signature_verification_algorithms;
     let (verifier, verify): (Arc<dyn ServerCertVerifier>, Verification) = match (destination_ca, default_ca) {
-        (Some(roots), _) => (Arc::new(ChainOnly::new(Arc::clone(roots), algorithms)), Verification::DestinationCa),
+        (Some(roots), _) => {
+            (Arc::new(PodVerifier::chain_only(Arc::clone(roots), algorithms)), Verification::DestinationCa)
+        }
         (None, Some(roots)) => {
             match WebPkiServerVerifier::builder_with_provider(Arc::clone(roots), Arc::clone(&provider)).build() {
                 Ok(verifier) => (verifier, Verification::DefaultCaWithHostname),
                 // Only an empty root store fails to build; checking the chain alone then fails every handshake too.
                 Err(e) => {
                     tracing::warn!(error = %e, "default destination CA unusable; reencrypt pods will fail verification");
-                    (Arc::new(ChainOnly::new(Arc::clone(roots), algorithms)), Verification::DefaultCaWithHostname)
+                    (
+                        Arc::new(PodVerifier::chain_only(Arc::clone(roots), algorithms)),
+                        Verification::DefaultCaWithHostname,
+                    )
                 }
             }
         }
-        (None, None) => (Arc::new(AnyCertificate::new(algorithms)), Verification::None),
+        (None, None) => (Arc::new(PodVerifier::any_certificate(algorithms)), Verification::None),
     };
     let mut config =
         client_builder(provider).dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
