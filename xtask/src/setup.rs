@@ -1,8 +1,8 @@
 //! `cargo xtask setup`: installs what building and testing need, and nothing when all is present.
 //!
 //! - Debian packages the tests and benches run: bpftool, iproute2, ethtool, curl, wrk, openssl,
-//!   procps, iputils-ping, for the benchmark haproxy, nginx, nghttp2-client (h2load), and for the XDP
-//!   benchmarks iptables and hping3 (checked with `dpkg-query`, installed with `apt-get`).
+//!   procps, iputils-ping, for the benchmark haproxy, nginx, nghttp2-client (h2load), and for its XDP
+//!   group iptables and hping3 (checked with `dpkg-query`, installed with `apt-get`).
 //! - The `nightly` toolchain with `rust-src` (the eBPF object is built with `-Z build-std=core`).
 //! - `bpf-linker` 0.13, built against the nightly toolchain's own libLLVM: `libLLVM.so` is
 //!   symlinked to the toolchain's `libLLVM.so.<ver>-rust-<ver>` and the linker is installed with
@@ -31,7 +31,7 @@ const APT_PACKAGES: &[&str] = &[
     "haproxy",
     "nginx",
     "nghttp2-client",
-    // The XDP nodePort benchmarks (bench/xdp-*.sh): kube-proxy-style DNAT rules and a bounded SYN flood.
+    // The bench's XDP group (`cargo xtask bench --only xdp`): kube-proxy-style DNAT rules and a bounded SYN flood.
     "iptables",
     "hping3",
 ];

@@ -13,7 +13,14 @@ pub fn run() -> anyhow::Result<()> {
     cargo(&["test", "--workspace", "--exclude", "router-ebpf", "--no-fail-fast"])?;
     // The benchmark's smoke run (one scenario, 2 s per contender, the debug router built above): keeps
     // `cargo xtask bench` from rotting.
-    bench::run(&bench::BenchArgs { quick: true, runs: 1, generate: None, routes: 10 })?;
+    bench::run(&bench::BenchArgs {
+        quick: true,
+        runs: 1,
+        generate: None,
+        routes: 10,
+        only: Vec::new(),
+        xdp_mode: bench::XdpMode::Skb,
+    })?;
     println!("all tests passed");
     Ok(())
 }

@@ -42,24 +42,38 @@ pub struct Wrk {
     pub timeout: Option<Duration>,
     /// Environment of the run (`OPENSSL_CONF` for TLS).
     pub env: Vec<(String, String)>,
+    /// Run inside this network namespace (`nsenter --net=PATH`), e.g. `/run/netns/NAME`.
+    pub netns: Option<PathBuf>,
 }
 
 impl Wrk {
     /// A keep-alive run with no script and wrk's defaults.
     pub fn new(url: String, host: Option<String>, connections: u32, duration: Duration) -> Wrk {
-        Wrk { url, host, connections, duration, script: None, close: false, timeout: None, env: Vec::new() }
+        Wrk {
+            url,
+            host,
+            connections,
+            duration,
+            script: None,
+            close: false,
+            timeout: None,
+            env: Vec::new(),
+            netns: None,
+        }
     }
 
     pub fn args(&self) -> Vec<String> {
-        let mut args = vec![
-            "-c".into(),
-            CLIENT_CPU.to_string(),
+        let mut args = vec!["-c".into(), CLIENT_CPU.to_string()];
+        if let Some(netns) = &self.netns {
+            args.extend(["nsenter".into(), format!("--net={}", netns.display()), "--".into()]);
+        }
+        args.extend([
             "wrk".into(),
             "-t1".into(),
             format!("-c{}", self.connections),
             format!("-d{}s", self.duration.as_secs()),
             "--latency".into(),
-        ];
+        ]);
         if let Some(timeout) = self.timeout {
             args.push(format!("--timeout={}s", timeout.as_secs()));
         }

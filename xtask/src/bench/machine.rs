@@ -4,29 +4,41 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Busy clock ticks (user + nice + system) per CPU, from /proc/stat.
+/// Busy clock ticks per CPU, from /proc/stat.
 #[derive(Clone, Debug, Default)]
 pub struct CpuBusy {
+    /// user + nice + system: time of processes, the part that can be told apart by process.
     pub per_cpu: Vec<u64>,
+    /// user + nice + system + irq + softirq: everything the machine did, including the network stack's work in
+    /// interrupt context (XDP, netfilter, a sockmap relay) that no process is charged for.
+    pub with_irq: Vec<u64>,
 }
 
 impl CpuBusy {
     pub fn sample() -> CpuBusy {
         let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let per_cpu = stat
+        let (per_cpu, with_irq) = stat
             .lines()
             .filter(|line| line.starts_with("cpu") && line.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
             .map(|line| {
+                // user nice system idle iowait irq softirq ...
                 let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
-                fields.iter().take(3).sum()
+                let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+                let processes = field(0) + field(1) + field(2);
+                (processes, processes + field(5) + field(6))
             })
-            .collect();
-        CpuBusy { per_cpu }
+            .unzip();
+        CpuBusy { per_cpu, with_irq }
     }
 
-    /// Ticks each CPU was busy between `earlier` and `self`.
+    /// Ticks each CPU was busy with processes between `earlier` and `self`.
     pub fn since(&self, earlier: &CpuBusy) -> Vec<u64> {
         self.per_cpu.iter().zip(&earlier.per_cpu).map(|(now, then)| now.saturating_sub(*then)).collect()
+    }
+
+    /// Ticks the whole machine was busy, interrupt context included, between `earlier` and `self`.
+    pub fn machine_since(&self, earlier: &CpuBusy) -> u64 {
+        self.with_irq.iter().zip(&earlier.with_irq).map(|(now, then)| now.saturating_sub(*then)).sum()
     }
 }
 

@@ -1,12 +1,13 @@
-//! One run of one contender: wait for idle CPUs, run the load generator, read the proxy's CPU from /proc, and run
-//! again (within the bench's extra-time budget) when other processes took noticeable CPU meanwhile.
+//! One run of one contender: wait for idle CPUs, run the load generator (with whatever must run beside it, such as
+//! the XDP group's SYN flood), read the proxy's and the machine's CPU from /proc, and run again (within the bench's
+//! extra-time budget) when other processes took noticeable CPU meanwhile.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::backend::{HUGE_PATH, LARGE_PATH};
-use super::loadgen::{H2load, Wrk};
+use super::loadgen::{H2load, Wrk, CLIENT_CPU};
 use super::machine::{wait_for_idle, CpuBusy};
 use super::process::{self, reaped_children_ticks};
 use super::runner::{Bench, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
@@ -99,57 +100,75 @@ impl Bench {
         self.connect_scripts.get(&ip).cloned().unwrap_or_else(|| self.work.join(format!("connect-{ip}.lua")))
     }
 
-    /// One run: waits for idle CPUs, runs the load, reads the proxy's CPU, and reruns (within the budget) when
-    /// other processes took noticeable CPU meanwhile.
+    /// One run of `scenario` against `endpoint`: waits for idle CPUs, runs the load, reads the proxy's CPU, and
+    /// reruns (within the budget) when other processes took noticeable CPU meanwhile.
     pub fn measure(&mut self, scenario: &Scenario, endpoint: &Endpoint, rep: u32) -> anyhow::Result<(Sample, String)> {
+        self.measure_load(scenario, endpoint, rep, Vec::new(), true)
+    }
+
+    /// `measure`, with more processes whose CPU is the run's own (`ours`: PID and CPU), and the noise check off when
+    /// `check_noise` is false (work the kernel does for the proxy in kworker threads cannot be told apart from
+    /// other processes').
+    pub fn measure_load(
+        &mut self,
+        scenario: &Scenario,
+        endpoint: &Endpoint,
+        rep: u32,
+        ours: Vec<(u32, usize)>,
+        check_noise: bool,
+    ) -> anyhow::Result<(Sample, String)> {
+        let run = self.load_run(scenario, endpoint);
+        let duration = scenario.duration;
+        let watch = Watch { proxy_pid: endpoint.proxy_pid, ours, check_noise };
+        let (sample, command, ()) = self.measure_with(&watch, || Ok(()), || run.measure(rep, duration))?;
+        Ok((sample, command))
+    }
+
+    /// One run: waits for idle CPUs, calls `start` (what must run beside the load, e.g. a flood, started after the
+    /// idle wait and before the measured window), runs `load`, reads the proxy's and the machine's CPU, and reruns
+    /// (within the budget) when other processes took noticeable CPU meanwhile. Returns what `start` made, still
+    /// running, for the caller to finish.
+    pub fn measure_with<T: Beside>(
+        &mut self,
+        watch: &Watch,
+        mut start: impl FnMut() -> anyhow::Result<T>,
+        mut load: impl FnMut() -> anyhow::Result<Measured>,
+    ) -> anyhow::Result<(Sample, String, T)> {
         let mut attempt = 0;
         loop {
             self.wait_for_idle();
+            let beside = start()?;
+            let beside_cpu = CLIENT_CPU as usize;
+            let ours: Vec<(u32, usize)> =
+                watch.ours.iter().copied().chain(beside.pids().into_iter().map(|pid| (pid, beside_cpu))).collect();
+            // Ticks of those processes, per CPU they run on.
+            let ours_ticks = || -> [u64; 2] {
+                let mut ticks = [0; 2];
+                for (pid, cpu) in &ours {
+                    ticks[(*cpu).min(1)] += process::cpu_ticks(*pid).unwrap_or(0);
+                }
+                ticks
+            };
             let busy_before = CpuBusy::sample();
-            let proxy_before = endpoint.proxy_pid.map(process::cpu_ticks).transpose()?;
+            let proxy_before = watch.proxy_pid.map(process::cpu_ticks).transpose()?;
             let proxies_before: u64 = self.proxy_pids.iter().filter_map(|pid| process::cpu_ticks(*pid).ok()).sum();
             let nginx_before = self.backends.proc.cpu_ticks()?;
+            let ours_before = ours_ticks();
             let children_before = reaped_children_ticks()?;
             let wall = Instant::now();
 
-            let (mut sample, command, requests) = match self.load_run(scenario, endpoint) {
-                LoadRun::H2load(h2load) => {
-                    let out = h2load.run()?;
-                    let sample = Sample {
-                        rep,
-                        requests_per_second: out.requests as f64 / out.seconds.max(1e-9),
-                        p50_ms: out.p50_ms,
-                        p99_ms: out.p99_ms,
-                        p999_ms: Some(out.p999_ms),
-                        errors: out.failed,
-                        ..Sample::default()
-                    };
-                    // The log covers the measured duration; the CPU below also covers the warm-up second.
-                    let requests = (out.requests as f64) * (1.0 + 1.0 / scenario.duration.as_secs_f64().max(1.0));
-                    (sample, h2load.command_line(), requests)
-                }
-                LoadRun::Wrk(wrk) => {
-                    let out = wrk.run()?;
-                    let sample = Sample {
-                        rep,
-                        requests_per_second: out.requests_per_second,
-                        p50_ms: out.p50_ms,
-                        p99_ms: out.p99_ms,
-                        errors: out.non_2xx_3xx + out.socket_errors,
-                        bytes_per_second: out.bytes_per_second,
-                        ..Sample::default()
-                    };
-                    (sample, wrk.command_line(), out.requests as f64)
-                }
-            };
+            let Measured { mut sample, command, requests } = load()?;
 
             let seconds = wall.elapsed().as_secs_f64();
-            let busy = CpuBusy::sample().since(&busy_before);
-            let proxy_ticks = match (endpoint.proxy_pid, proxy_before) {
+            let busy_after = CpuBusy::sample();
+            let busy = busy_after.since(&busy_before);
+            let proxy_ticks = match (watch.proxy_pid, proxy_before) {
                 (Some(pid), Some(before)) => Some(process::cpu_ticks(pid)?.saturating_sub(before)),
                 _ => None,
             };
             let nginx_ticks = self.backends.proc.cpu_ticks()?.saturating_sub(nginx_before);
+            let ours_after = ours_ticks();
+            let other_ours = [0, 1].map(|cpu| ours_after[cpu].saturating_sub(ours_before[cpu]));
             let client_ticks = reaped_children_ticks()?.saturating_sub(children_before);
 
             if let Some(ticks) = proxy_ticks {
@@ -159,13 +178,19 @@ impl Bench {
                     sample.us_per_request = Some(cpu_seconds * 1e6 / requests);
                 }
             }
-            // Every proxy of the group is ours (the idle one's timers are not another process's noise).
+            sample.machine_cpu_percent =
+                Some(100.0 * busy_after.machine_since(&busy_before) as f64 / self.hz / seconds.max(1e-9));
+            // Every proxy of the group is ours (the idle one's timers are not another process's noise), on CPU1; so
+            // are nginx, the load generator and what runs beside the load, on CPU0, and `watch.ours` on theirs.
             let proxies_now: u64 = self.proxy_pids.iter().filter_map(|pid| process::cpu_ticks(*pid).ok()).sum();
-            let ours = [nginx_ticks + client_ticks, proxies_now.saturating_sub(proxies_before)];
+            let ours = [
+                nginx_ticks + client_ticks + other_ours[0],
+                proxies_now.saturating_sub(proxies_before) + other_ours[1],
+            ];
             let allowed = (NOISE_LIMIT * seconds * self.hz).max(5.0);
             let others: Vec<f64> =
                 busy.iter().zip(ours).map(|(total, ours)| total.saturating_sub(ours) as f64).collect();
-            let noisy = others.iter().any(|ticks| *ticks > allowed);
+            let noisy = watch.check_noise && others.iter().any(|ticks| *ticks > allowed);
             if noisy && !self.quick && attempt < 2 && self.extra_time < EXTRA_TIME_BUDGET {
                 attempt += 1;
                 self.reruns += 1;
@@ -178,7 +203,79 @@ impl Bench {
                 continue;
             }
             sample.noisy = noisy && !self.quick;
-            return Ok((sample, command));
+            return Ok((sample, command, beside));
         }
     }
+}
+
+/// What the load of one run measured, before the CPU readings are added.
+pub struct Measured {
+    pub sample: Sample,
+    /// The load generator's command line, for the results.
+    pub command: String,
+    /// Requests the CPU readings are divided by.
+    pub requests: f64,
+}
+
+/// How a run is watched besides its load generator (reaped, so its CPU is counted as the bench's own).
+pub struct Watch {
+    /// The proxy whose CPU per request the sample reports.
+    pub proxy_pid: Option<u32>,
+    /// Other processes busy for the run, with the CPU each runs on (pods in network namespaces, the kernel's
+    /// softirq threads doing their packets): their CPU is not noise.
+    pub ours: Vec<(u32, usize)>,
+    /// Rerun when other processes took noticeable CPU; off where the kernel does the proxy's work in kworker
+    /// threads (a sockmap relay), which cannot be told apart from other processes'.
+    pub check_noise: bool,
+}
+
+/// What runs beside the load during a measured run (a SYN flood), on the load's CPU; its CPU is the bench's own,
+/// not noise.
+pub trait Beside {
+    fn pids(&self) -> Vec<u32>;
+}
+
+impl Beside for () {
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+}
+
+impl LoadRun {
+    /// Runs the load once.
+    fn measure(&self, rep: u32, duration: Duration) -> anyhow::Result<Measured> {
+        match self {
+            LoadRun::H2load(h2load) => {
+                let out = h2load.run()?;
+                let sample = Sample {
+                    rep,
+                    requests_per_second: out.requests as f64 / out.seconds.max(1e-9),
+                    p50_ms: out.p50_ms,
+                    p99_ms: out.p99_ms,
+                    p999_ms: Some(out.p999_ms),
+                    errors: out.failed,
+                    ..Sample::default()
+                };
+                // The log covers the measured duration; the CPU also covers the warm-up second.
+                let requests = (out.requests as f64) * (1.0 + 1.0 / duration.as_secs_f64().max(1.0));
+                Ok(Measured { sample, command: h2load.command_line(), requests })
+            }
+            LoadRun::Wrk(wrk) => wrk_measured(wrk, rep),
+        }
+    }
+}
+
+/// Runs `wrk` once: its sample (before the CPU readings) and command line.
+pub fn wrk_measured(wrk: &Wrk, rep: u32) -> anyhow::Result<Measured> {
+    let out = wrk.run()?;
+    let sample = Sample {
+        rep,
+        requests_per_second: out.requests_per_second,
+        p50_ms: out.p50_ms,
+        p99_ms: out.p99_ms,
+        errors: out.non_2xx_3xx + out.socket_errors,
+        bytes_per_second: out.bytes_per_second,
+        ..Sample::default()
+    };
+    Ok(Measured { sample, command: wrk.command_line(), requests: out.requests as f64 })
 }

@@ -7,6 +7,8 @@
 //! - `backend`: nginx as the pods; `proxies`: starting, reloading and probing the proxies;
 //! - `loadgen`: wrk / h2load command lines and parsing; `machine`: CPU idleness and machine facts;
 //! - `process`: the processes the bench starts, /proc readings, probes; `stats`: median/min/max;
+//! - `xdp`: the XDP group (nodePort through XDP / iptables / direct in network namespaces, a SYN flood, passthrough
+//!   relays); `netns`: the namespaces it makes; `interrupt`: their removal on Ctrl-C;
 //! - `report`: the markdown tables and the SVG chart in bench/results/.
 //!
 //! Core split: the proxy alone on CPU1; wrk/h2load and nginx on CPU0. Contenders run back to back within each
@@ -15,9 +17,11 @@
 mod backend;
 mod churn;
 mod haproxy;
+mod interrupt;
 mod loadgen;
 mod machine;
 mod measure;
+mod netns;
 mod pki;
 mod plan;
 mod process;
@@ -28,6 +32,7 @@ mod runner;
 mod scenario;
 mod stats;
 mod tls;
+mod xdp;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,6 +44,7 @@ use backend::Backends;
 use loadgen::write_random_path_script;
 use machine::MachineInfo;
 use pki::Pki;
+pub use plan::XdpMode;
 use process::clock_ticks_per_second;
 use proxies::default_certificate;
 use routes::RouteSet;
@@ -60,6 +66,13 @@ pub struct BenchArgs {
     /// Routes to generate with --generate.
     #[arg(long, default_value_t = 10)]
     pub routes: usize,
+    /// Only these groups (comma-separated; a name or its start before `-`): http-10, http-1000, http-10000,
+    /// tls-4000, tls-full-40, xdp; `http` and `tls` select several.
+    #[arg(long, value_delimiter = ',', value_name = "GROUP")]
+    pub only: Vec<String>,
+    /// How the router attaches its XDP front in the XDP group.
+    #[arg(long, value_enum, default_value_t = plan::XdpMode::Skb)]
+    pub xdp_mode: plan::XdpMode,
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
@@ -76,6 +89,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         bail!("the bench pins the proxy to CPU1 and the load to CPU0: it needs 2 CPUs");
     }
     let h2load = on_path("h2load");
+    let plan = plan::plan(args.quick, h2load, args.xdp_mode).select(&args.only)?;
     let binary = router_binary(args.quick)?;
     let work = WorkDir::create()?;
     let info = MachineInfo::collect();
@@ -121,7 +135,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         dir = bench.backends.config.parent().map_or(String::new(), |d| d.display().to_string()),
     ));
 
-    for group in plan::plan(args.quick, h2load) {
+    for group in &plan.groups {
         match group.tls {
             None => println!("bench: {} routes", report::thousands(group.routes)),
             Some(tls) => println!(
@@ -130,8 +144,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 if tls.resumption { "on" } else { "off" }
             ),
         }
-        bench.run_group(&group)?;
+        bench.run_group(group)?;
     }
+    let xdp = plan.xdp.as_ref().map(|xdp| {
+        println!("bench: XDP group: nodePort in network namespaces ({} mode), passthrough relays", xdp.mode.as_str());
+        bench.run_xdp(xdp)
+    });
 
     let outcome = Outcome {
         info,
@@ -148,6 +166,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         haproxy_sample: std::mem::take(&mut bench.haproxy_sample),
         failed_runs: std::mem::take(&mut bench.failed_runs),
         cookies: bench.cookies,
+        xdp,
+        only: args.only.clone(),
     };
     drop(bench);
     drop(work);
@@ -155,16 +175,26 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let dir =
         if args.quick { target_dir().join("bench-quick") } else { workspace_root().join("bench").join("results") };
     let (markdown, svg) = report::write(&outcome, &dir)?;
-    println!("{}", report::summary_table(&outcome));
+    if !outcome.results.is_empty() {
+        println!("{}", report::summary_table(&outcome));
+    }
     let tls = report::tls_table(&outcome);
     if !tls.is_empty() {
         println!("{tls}");
+    }
+    if let Some(xdp) = &outcome.xdp {
+        println!("{}", report::xdp_summary(xdp));
     }
     println!("bench: results in {} and {} ({:.0} s)", markdown.display(), svg.display(), outcome.wall.as_secs_f64());
     if args.quick {
         check_quick(&outcome)?;
     }
-    Ok(())
+    match outcome.xdp.as_ref().map(|xdp| &xdp.status) {
+        Some(xdp::XdpStatus::Failed(reason)) => bail!("the XDP group failed: {reason}"),
+        // Asked for the XDP group alone and it could not run: not a pass.
+        Some(xdp::XdpStatus::Skipped(reason)) if plan.groups.is_empty() => bail!("the XDP group was skipped: {reason}"),
+        _ => Ok(()),
+    }
 }
 
 /// `--generate DIR`: the route set as manifests and as HAProxy configuration (HTTP on 127.0.0.1:8080, HTTPS on :8443).

@@ -1,5 +1,6 @@
 //! Which scenarios a run does, grouped by route set (both proxies are started once per group): plain HTTP sets of
-//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets.
+//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then the XDP group (network namespaces; not in `--quick`).
+//! `--only` picks groups by name.
 
 use std::time::Duration;
 
@@ -20,6 +21,106 @@ pub struct Group {
     pub lifecycle: bool,
 }
 
+impl Group {
+    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`.
+    pub fn name(&self) -> String {
+        match self.tls {
+            None => format!("http-{}", self.routes),
+            Some(tls) if tls.resumption => format!("tls-{}", self.routes),
+            Some(_) => format!("tls-full-{}", self.routes),
+        }
+    }
+}
+
+/// The XDP group's name for `--only`.
+pub const XDP_GROUP: &str = "xdp";
+
+/// What a run does: the route-set groups, then the XDP group.
+pub struct Plan {
+    pub groups: Vec<Group>,
+    pub xdp: Option<XdpPlan>,
+}
+
+impl Plan {
+    /// Keeps the groups `only` names (a name or a prefix of one before `-`: `http` is every HTTP group); all when
+    /// `only` is empty. Fails on a name that selects nothing.
+    pub fn select(mut self, only: &[String]) -> anyhow::Result<Plan> {
+        if only.is_empty() {
+            return Ok(self);
+        }
+        let picks = |name: &str| only.iter().any(|want| picks_one(name, want));
+        let mut names: Vec<String> = self.groups.iter().map(Group::name).collect();
+        if self.xdp.is_some() {
+            names.push(XDP_GROUP.into());
+        }
+        if let Some(unknown) = only.iter().find(|want| !names.iter().any(|name| picks_one(name, want))) {
+            anyhow::bail!("--only {unknown}: no such group in this run (groups: {})", names.join(", "));
+        }
+        self.groups.retain(|group| picks(&group.name()));
+        if !picks(XDP_GROUP) {
+            self.xdp = None;
+        }
+        Ok(self)
+    }
+}
+
+/// `want` names `name`, or its start before a `-`.
+fn picks_one(name: &str, want: &str) -> bool {
+    name == want || name.strip_prefix(want).is_some_and(|rest| rest.starts_with('-'))
+}
+
+/// How the router attaches its XDP front in the XDP group (`--xdp-mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpMode {
+    /// Generic XDP: runs after the kernel made the skb; on veth the faster of the two on this machine.
+    #[default]
+    Skb,
+    /// Native XDP in the veth driver (it moves the receive path to NAPI).
+    Driver,
+}
+
+impl XdpMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::Skb => "skb",
+            XdpMode::Driver => "driver",
+        }
+    }
+}
+
+/// The XDP group's parameters: short runs (about 1.6 minutes for the group without waits and reruns) so the whole
+/// bench stays under 20.
+#[derive(Clone, Debug)]
+pub struct XdpPlan {
+    pub mode: XdpMode,
+    /// Each nodePort run (wrk -d).
+    pub duration: Duration,
+    /// wrk -c of the nodePort runs.
+    pub connections: u32,
+    /// hping3 -i u<this>: one SYN per interval at most (the rate hping3 really reaches is reported).
+    pub flood_interval_us: u32,
+    /// The flood runs this long before wrk starts.
+    pub flood_warmup: Duration,
+    /// Each passthrough download run.
+    pub passthrough_duration: Duration,
+    /// wrk -c of the passthrough runs.
+    pub passthrough_connections: u32,
+}
+
+impl Default for XdpPlan {
+    fn default() -> XdpPlan {
+        XdpPlan {
+            mode: XdpMode::Skb,
+            duration: Duration::from_secs(2),
+            connections: 32,
+            flood_interval_us: 10,
+            flood_warmup: Duration::from_millis(500),
+            passthrough_duration: Duration::from_secs(2),
+            passthrough_connections: 4,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct TlsGroup {
     /// Session resumption on every server (HAProxy, the router, the direct pod). Off for the full-handshake
@@ -27,7 +128,7 @@ pub struct TlsGroup {
     pub resumption: bool,
 }
 
-pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
+pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     use Contender::{Direct, Haproxy as H, Router as R};
     let secs = Duration::from_secs;
     let scenario = |load, routes, contenders: &[Contender], duration, connections| Scenario {
@@ -38,24 +139,26 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
         connections,
     };
     if quick {
-        return vec![Group {
+        let group = Group {
             routes: 10,
             tls: None,
             scenarios: vec![scenario(Load::SameUrl, 10, &[Direct, H, R], secs(2), 64)],
             churn: false,
             lifecycle: false,
-        }];
+        };
+        return Plan { groups: vec![group], xdp: None };
     }
     let all = [Direct, H, R];
     let proxies = [H, R];
     let mut ten =
-        vec![scenario(Load::SameUrl, 10, &all, secs(10), 64), scenario(Load::RandomPath, 10, &all, secs(10), 64)];
+        vec![scenario(Load::SameUrl, 10, &all, secs(8), 64), scenario(Load::RandomPath, 10, &all, secs(8), 64)];
     if h2load {
         ten.push(scenario(Load::FixedRate, 10, &all, secs(6), 50));
     }
     ten.push(scenario(Load::ConnectionPerRequest, 10, &all, secs(4), 64));
     ten.push(scenario(Load::Bulk, 10, &all, secs(4), 8));
-    // 8 s at 1,000 and 10,000 routes (10 s at 10) keeps the whole bench under 20 minutes with the TLS groups.
+    // 8 s keep-alive runs (10 s at 10 routes before the XDP group came) and 4 s edge keep-alive keep the whole bench,
+    // TLS and XDP groups included, under 20 minutes.
     let thousand = vec![
         scenario(Load::SameUrl, 1000, &proxies, secs(8), 64),
         scenario(Load::RandomPath, 1000, &proxies, secs(8), 64),
@@ -70,7 +173,7 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
     ten_thousand.push(scenario(Load::ConnectionPerRequest, 10_000, &proxies, secs(4), 64));
     let mixed = 4 * MIXED_PER_KIND;
     let mut tls = vec![
-        scenario(Load::EdgeKeepAlive, mixed, &all, secs(5), 64),
+        scenario(Load::EdgeKeepAlive, mixed, &all, secs(4), 64),
         scenario(Load::EdgeResumed, mixed, &all, secs(3), 64),
     ];
     if h2load {
@@ -84,7 +187,7 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
     let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
     let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true };
-    vec![
+    let groups = vec![
         http(10, ten, false),
         http(1000, thousand, false),
         http(10_000, ten_thousand, true),
@@ -102,5 +205,36 @@ pub fn plan(quick: bool, h2load: bool) -> Vec<Group> {
             churn: false,
             lifecycle: false,
         },
-    ]
+    ];
+    Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(plan: &Plan) -> Vec<String> {
+        let mut names: Vec<String> = plan.groups.iter().map(Group::name).collect();
+        if plan.xdp.is_some() {
+            names.push(XDP_GROUP.into());
+        }
+        names
+    }
+
+    #[test]
+    fn only_selects_groups_by_name_or_prefix() {
+        let all = plan(false, true, XdpMode::Skb);
+        assert_eq!(names(&all), ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]);
+        let only = |list: &[&str]| {
+            let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            plan(false, true, XdpMode::Skb).select(&only).map(|p| names(&p))
+        };
+        assert_eq!(only(&["xdp"]).expect("xdp"), ["xdp"]);
+        assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-1000", "http-10000"]);
+        assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
+        assert_eq!(only(&[]).expect("all").len(), 6);
+        assert!(only(&["htt"]).is_err());
+        assert!(only(&["udp"]).is_err());
+        assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");
+    }
 }

@@ -178,6 +178,20 @@ pub fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
     stat_ticks(&stat, 11)
 }
 
+/// PID and name (`/proc/PID/comm`) of the processes whose name starts with `prefix`, e.g. the kernel's
+/// `ksoftirqd/<cpu>` threads.
+pub fn pids_named(prefix: &str) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            comm.starts_with(prefix).then(|| (pid, comm.trim().to_string()))
+        })
+        .collect()
+}
+
 /// Clock ticks of children this process has waited for (cutime + cstime): how the CPU of a finished `wrk` is read.
 pub fn reaped_children_ticks() -> anyhow::Result<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
@@ -286,6 +300,13 @@ mod tests {
         let stat = "42 (wrk (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 30 7 3 20 0 1 0 100 1000 10";
         assert_eq!(stat_ticks(stat, 11).expect("utime+stime"), 280);
         assert_eq!(stat_ticks(stat, 13).expect("cutime+cstime"), 10);
+    }
+
+    #[test]
+    fn processes_are_found_by_name() {
+        let comm = std::fs::read_to_string("/proc/self/comm").expect("own comm");
+        assert!(pids_named(comm.trim()).contains(&(std::process::id(), comm.trim().to_string())));
+        assert!(pids_named("no-such-process-name-xyz").is_empty());
     }
 
     #[test]

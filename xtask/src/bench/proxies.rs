@@ -125,6 +125,8 @@ pub struct Router {
     pub default_certificate: PathBuf,
     /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
     pub tls_resumption: bool,
+    /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
+    pub passthrough_sockmap: bool,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -140,12 +142,13 @@ impl Router {
         log: &Path,
         default_certificate: &Path,
         tls_resumption: bool,
+        passthrough_sockmap: bool,
     ) -> anyhow::Result<(Router, Duration)> {
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate, tls_resumption);
+        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
         let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
@@ -156,6 +159,7 @@ impl Router {
             stats_port,
             default_certificate: default_certificate.to_path_buf(),
             tls_resumption,
+            passthrough_sockmap,
             proc,
             binary: binary.into(),
         };
@@ -176,7 +180,7 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> = router_env(&self.default_certificate, self.tls_resumption)
+        let env: Vec<String> = router_env(&self.default_certificate, self.tls_resumption, self.passthrough_sockmap)
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
@@ -184,12 +188,26 @@ impl Router {
     }
 }
 
-fn router_env(default_certificate: &Path, tls_resumption: bool) -> Vec<(&'static str, String)> {
+fn router_env(default_certificate: &Path, tls_resumption: bool, sockmap: bool) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
     env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
     env.push(("ROUTER_TLS_SESSION_RESUMPTION", tls_resumption.to_string()));
+    if sockmap {
+        env.push(("ROUTER_PASSTHROUGH_SOCKMAP", "true".into()));
+        // Its one line saying whether the splice loaded (info), beside the warnings.
+        for (name, value) in &mut env {
+            if *name == "RUST_LOG" {
+                *value = format!("warn,{SOCKMAP_LOG_TARGET}=info");
+            }
+        }
+    }
     env
 }
+
+/// The router's log target of the sockmap splice (`router::https::sockmap`), whose start line says whether it loaded.
+const SOCKMAP_LOG_TARGET: &str = "router::https::sockmap";
+/// What that line says when the splice is on.
+pub const SOCKMAP_LOADED: &str = "passthrough sockmap splice loaded";
 
 fn router_args(manifests: &Path, http_port: u16, https_port: u16, stats_port: u16) -> Vec<String> {
     vec![

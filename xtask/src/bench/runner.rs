@@ -24,8 +24,8 @@ use super::tls::{https_get, negotiate};
 /// A run is repeated when processes other than the contenders took more than this share of a CPU.
 pub const NOISE_LIMIT: f64 = 0.05;
 /// Time a whole bench may spend beyond its planned runs (waiting for idle CPUs, rerunning noisy runs): the
-/// planned runs take about 17 minutes (HTTP about 12.5 with the route churn, TLS about 4.5), so a full bench
-/// stays under 20.
+/// planned runs take about 18 minutes (HTTP about 12 with the route churn, TLS about 4.4, XDP about 1.6), so a
+/// full bench stays under 20.
 pub const EXTRA_TIME_BUDGET: Duration = Duration::from_secs(120);
 /// Longest wait for idle CPUs before one run.
 pub const IDLE_WAIT: Duration = Duration::from_secs(10);
@@ -131,7 +131,7 @@ impl Bench {
         let log = self.work.join(format!("router-{name}.log"));
         let resumption = group.tls.is_none_or(|tls| tls.resumption);
         let (router, router_start, mut router_down) =
-            match Router::start(&self.binary, &manifest_dir, &set, &log, &self.certificate, resumption) {
+            match Router::start(&self.binary, &manifest_dir, &set, &log, &self.certificate, resumption, false) {
                 Ok((router, start)) => (Some(router), start, None),
                 // The HTTP groups need the router; a TLS group goes on without it.
                 Err(error) if group.tls.is_some() => {

@@ -8,6 +8,7 @@ use super::machine::MachineInfo;
 use super::report;
 use super::routes::Termination;
 use super::tls::Negotiated;
+use super::xdp::XdpOutcome;
 
 /// Total rate of the fixed-rate latency runs (BENCH-METHOD: e.g. 20k requests/s).
 pub const FIXED_RATE: u32 = 20_000;
@@ -127,6 +128,9 @@ pub struct Sample {
     pub us_per_request: Option<f64>,
     /// Proxy CPU over the run, percent of one CPU.
     pub cpu_percent: Option<f64>,
+    /// The whole machine's busy CPU over the run (every process, interrupt and softirq context included), percent
+    /// of one CPU (up to 200 on two).
+    pub machine_cpu_percent: Option<f64>,
     pub errors: u64,
     pub bytes_per_second: f64,
     /// Other processes took noticeable CPU and the rerun budget was spent.
@@ -203,4 +207,8 @@ pub struct Outcome {
     pub failed_runs: Vec<String>,
     /// Whether both proxies inserted the sticky cookie (the router's behaviour, mirrored on HAProxy).
     pub cookies: Option<bool>,
+    /// The XDP group (none: not in this run).
+    pub xdp: Option<XdpOutcome>,
+    /// `--only` (empty: every group).
+    pub only: Vec<String>,
 }

@@ -6,6 +6,7 @@ mod svg;
 mod tables;
 mod targets;
 mod tls;
+mod xdp;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,22 +18,25 @@ pub use tables::summary_table;
 
 use super::churn::CHURN_CHANGES;
 use super::runner::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
-use super::scenario::{Outcome, FIXED_RATE};
+use super::scenario::{Outcome, Sample, FIXED_RATE};
 use svg::svg;
 use tables::{bulk_table, churn_table, fixed_rate_table, lifecycle_table, scaling_table};
 use targets::targets;
 pub use tls::tls_table;
 use tls::{negotiated_table, passthrough_bulk_table, unavailable_lines};
-
-/// Scenarios the issue asks for that the bench does not run yet.
-const NOT_YET: &[&str] = &["XDP front scenarios (bench/xdp-*.sh measure them apart)"];
+pub use xdp::xdp_summary;
 
 /// Writes `<stamp>-<commit>.md` and `.svg` into `dir`; returns both paths.
 pub fn write(outcome: &Outcome, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stamp = command_line("date", &["-u", "+%Y-%m-%dT%H%MZ"]);
     let commit = outcome.info.commit.split_whitespace().next().unwrap_or("unknown").to_string();
-    let base = if outcome.quick { "quick".to_string() } else { format!("{stamp}-{commit}") };
+    let base = match (outcome.quick, outcome.only.is_empty()) {
+        (true, _) => "quick".to_string(),
+        (false, true) => format!("{stamp}-{commit}"),
+        // A partial run says so in its name.
+        (false, false) => format!("{stamp}-{commit}-only-{}", outcome.only.join("+")),
+    };
     let markdown_path = dir.join(format!("{base}.md"));
     let svg_path = dir.join(format!("{base}.svg"));
     let svg_name = svg_path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
@@ -86,12 +90,16 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
     let versions: Vec<String> =
         info.versions.iter().filter(|(_, v)| !v.is_empty()).map(|(name, v)| format!("{name}: `{v}`")).collect();
     let _ = writeln!(out, "- versions: {}", versions.join("; "));
-    let _ = writeln!(
-        out,
-        "- core split: each proxy alone on CPU1 (`taskset -c 1`: HAProxy `nbthread 1`; the router's tokio runtime sees \
-         one CPU, so one worker thread, helpers pinned there too); wrk/h2load and nginx (one worker, 4 pods = \
-         127.0.0.11-14, one port) on CPU0. Loopback only."
-    );
+    // The route-set groups' setting (an `--only xdp` run has none; the XDP group describes its own).
+    let route_groups = !outcome.results.is_empty();
+    if route_groups {
+        let _ = writeln!(
+            out,
+            "- core split: each proxy alone on CPU1 (`taskset -c 1`: HAProxy `nbthread 1`; the router's tokio runtime sees \
+             one CPU, so one worker thread, helpers pinned there too); wrk/h2load and nginx (one worker, 4 pods = \
+             127.0.0.11-14, one port) on CPU0. Loopback only."
+        );
+    }
     let _ = writeln!(
         out,
         "- runs: median of {} (min–max), contenders back to back within each repetition, order rotated per \
@@ -106,28 +114,32 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         EXTRA_TIME_BUDGET.as_secs(),
         outcome.wall.as_secs_f64() / 60.0
     );
-    let cookie = match outcome.cookies {
-        Some(true) => {
-            "**Both insert the sticky cookie** (the router sets one, so HAProxy gets \
-                       `cookie <name> insert indirect nocache httponly`; wrk never sends it back)"
-        }
-        _ => "**HAProxy runs without the sticky cookie** (the router inserts none: `disable_cookies` on every route)",
-    };
-    let _ = writeln!(
-        out,
-        "- equal work: both lowercase Host, drop `Proxy`, append X-Forwarded-For/-Host/-Port/-Proto and `Forwarded`. \
-         {cookie}. **Active health checks are off on both** (HAProxy without `check`; the router with \
-         `ROUTER_BACKEND_CHECK_INTERVAL=24h`: one round at start, then none): with OpenShift's `check inter 5000ms` \
-         each proxy would open 8,000 connections/s to the pods at 10,000 routes x 4 pods, on the load's CPU. HAProxy balances with `random` (OpenShift's default for a route with one service). HAProxy's \
-         `maxconn` is lowered to what the machine's open-files limit allows (the bench opens a few hundred \
-         connections)."
-    );
-    out.push_str(
-        "- routes: N plain HTTP routes from one generator (`xtask/src/bench/routes.rs`), host \
-         `rNNNNN.bench.example.com`, one Service with 4 pods each; the target is the route in the middle \
-         (`r{N/2}`). HAProxy's configuration is what the OpenShift router would write for them \
-         (`xtask/src/bench/haproxy.rs`; excerpt at the end); the router reads the same routes as manifests.\n",
-    );
+    if route_groups {
+        let cookie = match outcome.cookies {
+            Some(true) => {
+                "**Both insert the sticky cookie** (the router sets one, so HAProxy gets \
+                           `cookie <name> insert indirect nocache httponly`; wrk never sends it back)"
+            }
+            _ => {
+                "**HAProxy runs without the sticky cookie** (the router inserts none: `disable_cookies` on every route)"
+            }
+        };
+        let _ = writeln!(
+            out,
+            "- equal work: both lowercase Host, drop `Proxy`, append X-Forwarded-For/-Host/-Port/-Proto and `Forwarded`. \
+             {cookie}. **Active health checks are off on both** (HAProxy without `check`; the router with \
+             `ROUTER_BACKEND_CHECK_INTERVAL=24h`: one round at start, then none): with OpenShift's `check inter 5000ms` \
+             each proxy would open 8,000 connections/s to the pods at 10,000 routes x 4 pods, on the load's CPU. HAProxy balances with `random` (OpenShift's default for a route with one service). HAProxy's \
+             `maxconn` is lowered to what the machine's open-files limit allows (the bench opens a few hundred \
+             connections)."
+        );
+        out.push_str(
+            "- routes: N plain HTTP routes from one generator (`xtask/src/bench/routes.rs`), host \
+             `rNNNNN.bench.example.com`, one Service with 4 pods each; the target is the route in the middle \
+             (`r{N/2}`). HAProxy's configuration is what the OpenShift router would write for them \
+             (`xtask/src/bench/haproxy.rs`; excerpt at the end); the router reads the same routes as manifests.\n",
+        );
+    }
     if outcome.results.iter().any(|r| r.scenario.load.is_tls()) {
         out.push_str(
             "- TLS: mixed route sets, N/4 each of HTTP (`r…`), edge (`e…`), reencrypt (`s…`) and passthrough (`p…`) \
@@ -146,46 +158,49 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
              OpenShift: a structural cost the router does not have.\n",
         );
     }
-    let _ = writeln!(
-        out,
-        "- µs/req is the proxy's CPU (utime+stime from /proc/PID/stat) per request at peak load; lower is better. \
-         Ratios are router / HAProxy: above 1 is better for requests/s, below 1 is better for CPU and latency.\n"
-    );
+    if route_groups {
+        let _ = writeln!(
+            out,
+            "- µs/req is the proxy's CPU (utime+stime from /proc/PID/stat) per request at peak load; lower is better. \
+             Ratios are router / HAProxy: above 1 is better for requests/s, below 1 is better for CPU and latency.\n"
+        );
+    } else {
+        out.push('\n');
+    }
     let _ = writeln!(out, "![chart]({svg_name})\n");
 
-    out.push_str("## Proxy CPU, peak requests/s, latency at peak (wrk -t1 -c64)\n\n");
-    out.push_str(&summary_table(outcome));
-    let errors: Vec<String> = outcome
+    if !outcome.results.is_empty() {
+        out.push_str("## Proxy CPU, peak requests/s, latency at peak (wrk -t1 -c64)\n\n");
+        out.push_str(&summary_table(outcome));
+    }
+    // Every run, named `scenario / contender`, the XDP group's included.
+    let mut runs: Vec<(String, &Sample)> = outcome
         .results
         .iter()
         .flat_map(|r| {
             r.samples.iter().flat_map(move |(c, samples)| {
-                samples.iter().filter(|s| s.errors > 0).map(move |s| {
-                    format!("{} / {} run {}: {} errors", r.scenario.title(), c.label(), s.rep + 1, s.errors)
-                })
+                samples.iter().map(move |s| (format!("{} / {}", r.scenario.title(), c.label()), s))
             })
         })
         .collect();
-    if errors.is_empty() {
-        out.push_str("\nNo run had errors (non-2xx responses or socket errors).\n");
-    } else {
+    if let Some(xdp) = &outcome.xdp {
+        runs.extend(xdp::named_runs(xdp));
+    }
+    let errors: Vec<String> = runs
+        .iter()
+        .filter(|(_, s)| s.errors > 0)
+        .map(|(name, s)| format!("{name} run {}: {} errors", s.rep + 1, s.errors))
+        .collect();
+    if !errors.is_empty() {
         let _ = writeln!(out, "\nRuns with errors: {}.", errors.join("; "));
+    } else if !runs.is_empty() {
+        out.push_str("\nNo run had errors (non-2xx responses or socket errors).\n");
     }
     if !outcome.failed_runs.is_empty() {
         let _ = writeln!(out, "\nRuns that failed (left out of the medians): {}.", outcome.failed_runs.join("; "));
     }
-    let noisy: Vec<String> = outcome
-        .results
-        .iter()
-        .flat_map(|r| {
-            r.samples.iter().flat_map(move |(c, samples)| {
-                samples
-                    .iter()
-                    .filter(|s| s.noisy)
-                    .map(move |s| format!("{} / {} run {}", r.scenario.title(), c.label(), s.rep + 1))
-            })
-        })
-        .collect();
+    let noisy: Vec<String> =
+        runs.iter().filter(|(_, s)| s.noisy).map(|(name, s)| format!("{name} run {}", s.rep + 1)).collect();
     if !noisy.is_empty() {
         let _ = writeln!(out, "\nRuns kept although other processes took CPU: {}.", noisy.join("; "));
     }
@@ -253,17 +268,31 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         out.push_str("\n## TLS as negotiated (openssl s_client probe before the runs)\n\n");
         out.push_str(&negotiated);
     }
+    if let Some(xdp) = &outcome.xdp {
+        out.push_str(&xdp::xdp_section(xdp));
+    }
     let targets = targets(outcome);
     if !targets.is_empty() && !outcome.quick {
         out.push_str("\n## Targets (issue 7)\n\n");
         out.push_str(&targets);
     }
-    out.push_str("\n## Not run yet\n\n");
-    for name in NOT_YET {
-        let _ = writeln!(out, "- {name}");
+    let mut not_run: Vec<String> = Vec::new();
+    if outcome.cookies == Some(false) {
+        not_run.push("HTTP with the sticky cookie inserted by both: not yet supported by the router".into());
     }
-    if outcome.cookies != Some(true) {
-        out.push_str("- HTTP with the sticky cookie inserted by both: not yet supported by the router\n");
+    if !outcome.only.is_empty() {
+        not_run.push(format!("groups other than `--only {}`", outcome.only.join(",")));
+    }
+    match outcome.xdp.as_ref().map(|xdp| &xdp.status) {
+        None if !outcome.quick && outcome.only.is_empty() => not_run.push("the XDP group".into()),
+        Some(super::xdp::XdpStatus::Skipped(reason)) => not_run.push(format!("the XDP group: skipped ({reason})")),
+        _ => {}
+    }
+    if !not_run.is_empty() {
+        out.push_str("\n## Not run\n\n");
+        for name in not_run {
+            let _ = writeln!(out, "- {name}");
+        }
     }
 
     out.push_str("\n## Commands\n\n```sh\n");

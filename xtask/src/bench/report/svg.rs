@@ -1,17 +1,21 @@
-//! The SVG chart beside the markdown: proxy CPU per request and peak requests/s, median bars with min–max whiskers.
+//! The SVG chart beside the markdown: proxy CPU per request and peak requests/s, median bars with min–max whiskers;
+//! with the XDP group, its nodePort requests/s per path and the passthrough relays' MiB/s.
 
 use std::fmt::Write as _;
 
 use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
 use super::super::stats::Summary;
+use super::super::xdp::{NodePath, Relay, XdpOutcome};
 use super::format::{escape, si, summary};
 
 /// One horizontal bar chart panel.
 struct Panel {
     title: String,
-    /// (group label, bars: (series, summary)).
-    groups: Vec<(String, Vec<(Contender, Summary)>)>,
+    /// (group label, bars: (color, summary)).
+    groups: Vec<(String, Vec<(&'static str, Summary)>)>,
     unit: fn(f64) -> String,
+    /// Series drawn beside the title (none: the contenders' legend at the top applies).
+    legend: Vec<(&'static str, &'static str)>,
 }
 
 fn color(contender: Contender) -> &'static str {
@@ -22,6 +26,71 @@ fn color(contender: Contender) -> &'static str {
     }
 }
 
+fn path_color(path: NodePath) -> &'static str {
+    match path {
+        NodePath::Xdp => "#2ca02c",
+        NodePath::Iptables => "#9467bd",
+        NodePath::Direct => "#9e9e9e",
+    }
+}
+
+fn relay_color(relay: Relay) -> &'static str {
+    match relay {
+        Relay::Direct => "#9e9e9e",
+        Relay::Splice => "#d95f02",
+        Relay::Sockmap => "#e7a33e",
+    }
+}
+
+/// The XDP group's panels: nodePort requests/s per load and path, passthrough MiB/s per relay.
+fn xdp_panels(xdp: &XdpOutcome) -> Vec<Panel> {
+    let mut panels = Vec::new();
+    let groups: Vec<(String, Vec<(&'static str, Summary)>)> = xdp
+        .nodeport
+        .iter()
+        .map(|result| {
+            let bars = result
+                .load
+                .paths()
+                .iter()
+                .filter_map(|path| {
+                    let values: Vec<f64> = result.samples.get(path)?.iter().map(|s| s.requests_per_second).collect();
+                    Some((path_color(*path), Summary::of(&values)?))
+                })
+                .collect();
+            (result.load.title().to_string(), bars)
+        })
+        .filter(|(_, bars): &(String, Vec<_>)| !bars.is_empty())
+        .collect();
+    if !groups.is_empty() {
+        panels.push(Panel {
+            title: format!("nodePort, network namespaces ({} XDP): requests/s", xdp.plan.mode.as_str()),
+            groups,
+            unit: si,
+            legend: NodePath::ALL.iter().map(|p| (p.label(), path_color(*p))).collect(),
+        });
+    }
+    if let Some(passthrough) = &xdp.passthrough {
+        let bars: Vec<(&'static str, Summary)> = Relay::ALL
+            .iter()
+            .filter_map(|relay| {
+                let values: Vec<f64> =
+                    passthrough.samples.get(relay)?.iter().map(|s| s.bytes_per_second / 1048576.0).collect();
+                Some((relay_color(*relay), Summary::of(&values)?))
+            })
+            .collect();
+        if !bars.is_empty() {
+            panels.push(Panel {
+                title: "Passthrough download (64 MiB over TLS): MiB/s".into(),
+                groups: vec![("passthrough relay".into(), bars)],
+                unit: |v| format!("{v:.0}"),
+                legend: Relay::ALL.iter().map(|r| (r.label(), relay_color(*r))).collect(),
+            });
+        }
+    }
+    panels
+}
+
 pub fn svg(outcome: &Outcome, stamp: &str) -> String {
     let peak: Vec<&ScenarioResult> = outcome
         .results
@@ -30,32 +99,49 @@ pub fn svg(outcome: &Outcome, stamp: &str) -> String {
         .filter(|r| r.scenario.contenders.iter().any(|c| r.samples.contains_key(c)))
         .collect();
     let bars =
-        |pick: fn(&Sample) -> Option<f64>, contenders: &[Contender]| -> Vec<(String, Vec<(Contender, Summary)>)> {
+        |pick: fn(&Sample) -> Option<f64>, contenders: &[Contender]| -> Vec<(String, Vec<(&'static str, Summary)>)> {
             peak.iter()
                 .map(|r| {
-                    let bars = contenders.iter().filter_map(|c| summary(r, *c, pick).map(|s| (*c, s))).collect();
+                    let bars = contenders.iter().filter_map(|c| summary(r, *c, pick).map(|s| (color(*c), s))).collect();
                     (r.scenario.title(), bars)
                 })
                 .filter(|(_, bars): &(String, Vec<_>)| !bars.is_empty())
                 .collect()
         };
-    let panels = [
+    let mut panels = vec![
         Panel {
             title: "Proxy CPU per request, µs (lower is better)".into(),
             groups: bars(|s| s.us_per_request, &[Contender::Haproxy, Contender::Router]),
             unit: |v| format!("{v:.1}"),
+            legend: Vec::new(),
         },
         Panel {
             title: "Requests/s (connections/s for new connections) at peak (higher is better)".into(),
             groups: bars(|s| Some(s.requests_per_second), &[Contender::Direct, Contender::Haproxy, Contender::Router]),
             unit: si,
+            legend: Vec::new(),
         },
     ];
+    panels.retain(|panel| !panel.groups.is_empty());
+    let contenders = !panels.is_empty();
+    if let Some(xdp) = &outcome.xdp {
+        panels.extend(xdp_panels(xdp));
+    }
     let (label_w, bar_w, bar_h, gap, width) = (330.0, 520.0, 13.0, 10.0, 960.0);
     let mut body = String::new();
     let mut y = 60.0;
     for panel in &panels {
         let _ = writeln!(body, r#"<text x="10" y="{y}" class="h">{}</text>"#, escape(&panel.title));
+        for (i, (label, fill)) in panel.legend.iter().enumerate() {
+            let x = label_w + 120.0 + i as f64 * 150.0;
+            let _ = writeln!(
+                body,
+                r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{fill}"/><text x="{}" y="{y}" class="l">{}</text>"#,
+                y - 10.0,
+                x + 16.0,
+                escape(label)
+            );
+        }
         y += 14.0;
         let max = panel.groups.iter().flat_map(|(_, b)| b.iter().map(|(_, s)| s.max)).fold(0.0, f64::max).max(1e-9);
         for (label, group) in &panel.groups {
@@ -67,13 +153,12 @@ pub fn svg(outcome: &Outcome, stamp: &str) -> String {
                 y + group_h / 2.0 + 4.0,
                 escape(label)
             );
-            for (contender, s) in group {
+            for (fill, s) in group {
                 let w = bar_w * s.median / max;
                 let _ = writeln!(
                     body,
-                    r#"<rect x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{}"/>"#,
+                    r#"<rect x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{fill}"/>"#,
                     bar_h - 2.0,
-                    color(*contender)
                 );
                 if s.runs > 1 {
                     let (x0, x1) = (label_w + bar_w * s.min / max, label_w + bar_w * s.max / max);
@@ -95,7 +180,9 @@ pub fn svg(outcome: &Outcome, stamp: &str) -> String {
         y += 20.0;
     }
     let mut legend = String::new();
-    for (i, contender) in [Contender::Direct, Contender::Haproxy, Contender::Router].iter().enumerate() {
+    let shown: &[Contender] =
+        if contenders { &[Contender::Direct, Contender::Haproxy, Contender::Router] } else { &[] };
+    for (i, contender) in shown.iter().enumerate() {
         let x = label_w + i as f64 * 130.0;
         let _ = writeln!(
             legend,
