@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderName, HeaderValue};
-use http::{Request, Response, StatusCode, Uri, Version};
-use http_body_util::{Either, Empty};
+use http::{Request, Response, StatusCode, Version};
+use http_body_util::Either;
 use hyper::body::{Body, Incoming};
 use hyper::upgrade::OnUpgrade;
 use tracing::{debug, warn};
@@ -23,11 +23,12 @@ use tracing::{debug, warn};
 use super::forwarded::ConnectionInfo;
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
+use super::pod::PodUpgrade;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
-use super::tunnel::tunnel;
-use super::upstream::{Upstream, UpstreamBody, UpstreamError, Via};
+use super::tunnel::{tunnel, PodSide};
+use super::upstream::{PodResponseBody, Upstream, UpstreamError, Via};
 use crate::metrics::{BackendLabels, Metrics, RefusedLabels, UpstreamErrorLabels};
 use crate::policy::header_actions;
 use crate::protection::ConnectionTicket;
@@ -216,14 +217,12 @@ impl HttpProxy {
             let Some(lease) = chosen else { break };
             tried.push(lease.index());
             let endpoint = lease.endpoint();
-            let mut upstream_request = Request::from_parts(parts.clone(), upstream_body(&mut body));
-            *upstream_request.uri_mut() = upstream_uri(endpoint.addr, &parts.uri);
             let via = match (&backend.reencrypt, endpoint.h2c) {
                 (Some(reencrypt), _) => Via::Reencrypt(reencrypt),
                 (None, true) => Via::H2c,
                 (None, false) => Via::Http1,
             };
-            match self.upstream.send(upstream_request, via, backend.policy.server_timeout).await {
+            match self.upstream.send(endpoint.addr, &parts, body.take(), via, backend.policy.server_timeout).await {
                 Ok(response) => {
                     endpoint.health.mark_up();
                     let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
@@ -279,14 +278,17 @@ impl HttpProxy {
     fn respond(
         &self,
         backend: &Backend,
-        mut response: Response<Incoming>,
+        mut response: Response<PodResponseBody>,
         lease: EndpointLease,
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
-                let pod_side = hyper::upgrade::on(&mut response);
+                let pod_side = match response.extensions_mut().remove::<PodUpgrade>() {
+                    Some(upgrade) => PodSide::Direct(upgrade),
+                    None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
+                };
                 tokio::spawn(tunnel(client_side, pod_side, backend.policy.tunnel_timeout));
                 return response.map(|body| Either::Left(LeasedBody::new(body, None)));
             }
@@ -322,18 +324,4 @@ fn wants_trailers(request: &Request<Incoming>) -> bool {
 /// HAProxy (and so the OpenShift router) refuses `Content-Length:` with an empty value.
 fn has_empty_content_length(request: &Request<Incoming>) -> bool {
     request.headers().get_all(header::CONTENT_LENGTH).iter().any(|v| v.as_bytes().iter().all(u8::is_ascii_whitespace))
-}
-
-/// The client's body the first time; nothing on a retry (only bodiless requests are retried).
-fn upstream_body(body: &mut Option<Incoming>) -> UpstreamBody {
-    match body.take() {
-        Some(incoming) => Either::Left(incoming),
-        None => Either::Right(Empty::new()),
-    }
-}
-
-fn upstream_uri(addr: std::net::SocketAddr, original: &Uri) -> Uri {
-    let path = original.path_and_query().map_or("/", |pq| pq.as_str());
-    // An IP, a port and an already-parsed path always form a valid URI; fall back to the pod root if not.
-    format!("http://{addr}{path}").parse().unwrap_or_else(|_| Uri::from_static("/"))
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
+
+use super::upstream::PodResponseBody;
 
 use crate::table::{Backend, Endpoint};
 
@@ -49,21 +51,21 @@ impl Drop for EndpointLease {
 
 /// A pod's response body that keeps the endpoint leased until it is fully sent or dropped.
 pub struct LeasedBody {
-    inner: Incoming,
+    inner: PodResponseBody,
     _lease: Option<EndpointLease>,
 }
 
 impl LeasedBody {
-    pub fn new(inner: Incoming, lease: Option<EndpointLease>) -> Self {
+    pub fn new(inner: PodResponseBody, lease: Option<EndpointLease>) -> Self {
         Self { inner, _lease: lease }
     }
 }
 
 impl Body for LeasedBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 

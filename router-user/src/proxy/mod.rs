@@ -8,6 +8,7 @@ mod handler;
 mod headers;
 mod lease;
 mod listener;
+mod pod;
 mod prefixed;
 mod proxy_protocol;
 mod response;

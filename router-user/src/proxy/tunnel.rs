@@ -13,18 +13,45 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tracing::debug;
 
-pub async fn tunnel(client: OnUpgrade, pod: OnUpgrade, idle_limit: Duration) {
-    let (client, pod) = match tokio::try_join!(client, pod) {
-        Ok(both) => both,
+use super::pod::PodUpgrade;
+use super::prefixed::Prefixed;
+
+/// The pod side of an upgraded exchange: from hyper's client, or the router's own HTTP/1.1 client.
+pub enum PodSide {
+    Hyper(OnUpgrade),
+    Direct(PodUpgrade),
+}
+
+pub async fn tunnel(client: OnUpgrade, pod: PodSide, idle_limit: Duration) {
+    let client = match client.await {
+        Ok(client) => TokioIo::new(client),
         Err(error) => {
-            debug!(%error, "upgrade did not complete");
+            debug!(%error, "client upgrade did not complete");
             return;
         }
     };
+    match pod {
+        PodSide::Hyper(pod) => match pod.await {
+            Ok(pod) => relay(client, TokioIo::new(pod), idle_limit).await,
+            Err(error) => debug!(%error, "pod upgrade did not complete"),
+        },
+        PodSide::Direct(upgrade) => match upgrade.take() {
+            Some((stream, leftover)) => relay(client, Prefixed::new(leftover, stream), idle_limit).await,
+            None => debug!("pod connection of the upgrade already taken"),
+        },
+    }
+}
+
+/// Copies both ways until both sides close or nothing moves for `idle_limit`.
+async fn relay<C, P>(client: C, pod: P, idle_limit: Duration)
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    P: AsyncRead + AsyncWrite + Unpin,
+{
     let started = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
-    let mut client = Activity { io: TokioIo::new(client), last: last.clone(), started };
-    let mut pod = Activity { io: TokioIo::new(pod), last: last.clone(), started };
+    let mut client = Activity { io: client, last: last.clone(), started };
+    let mut pod = Activity { io: pod, last: last.clone(), started };
     let copy = tokio::io::copy_bidirectional(&mut client, &mut pod);
     tokio::pin!(copy);
     loop {

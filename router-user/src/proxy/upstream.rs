@@ -1,34 +1,40 @@
-//! The connection to pods: pooled keep-alive clients (HTTP/1.1 shared by every route, HTTP/2 cleartext for
-//! h2c endpoints, TLS per reencrypt route), with the connect and server timeouts applied and failures
-//! classified.
+//! The connection to pods: HTTP/1.1 by the router's own pooled client (`pod`), HTTP/2 cleartext for h2c
+//! endpoints and TLS per reencrypt route by hyper's pooled clients, with the connect and server timeouts
+//! applied and failures classified.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, Version};
+use http::{request, Request, Response, Uri, Version};
 use http_body_util::{Either, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use super::pod::{PodBody, PodClient, PodError};
 use super::upstream_tls::ReencryptUpstream;
 
-/// A request body on its way to a pod: the client's stream, or nothing (then the request can be retried on
-/// another pod).
+/// A request body on its way to a pod over hyper's client: the client's stream, or nothing.
 pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
+
+/// A pod's response body: from hyper's client (h2c, reencrypt) or the router's HTTP/1.1 client.
+pub type PodResponseBody = Either<Incoming, PodBody>;
 
 /// Idle pooled connections to pods are closed after this long.
 pub(super) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     #[error("connect: {0}")]
-    Connect(#[source] hyper_util::client::legacy::Error),
+    Connect(#[source] BoxError),
     #[error("no response within {0:?}")]
     Timeout(Duration),
     #[error("exchange failed: {0}")]
-    Exchange(#[source] hyper_util::client::legacy::Error),
+    Exchange(#[source] BoxError),
 }
 
 impl UpstreamError {
@@ -43,7 +49,7 @@ impl UpstreamError {
 }
 
 pub struct Upstream {
-    client: Client<HttpConnector, UpstreamBody>,
+    http1: PodClient,
     h2c: Client<HttpConnector, UpstreamBody>,
 }
 
@@ -62,47 +68,58 @@ impl Upstream {
         connector.set_connect_timeout(Some(connect_timeout));
         connector.set_nodelay(true);
         connector.enforce_http(true);
-        let builder = || {
-            let mut builder = Client::builder(TokioExecutor::new());
-            builder
-                .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-                .pool_timer(TokioTimer::new())
-                .timer(TokioTimer::new())
-                // The Host header is the client's, never the pod address.
-                .set_host(false);
-            builder
-        };
-        let client = builder().build(connector.clone());
-        let h2c = builder().http2_only(true).build(connector);
-        Self { client, h2c }
+        let h2c = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            // The Host header is the client's, never the pod address.
+            .set_host(false)
+            .http2_only(true)
+            .build(connector);
+        Self { http1: PodClient::new(connect_timeout, POOL_IDLE_TIMEOUT), h2c }
     }
 
-    /// Sends `request` (absolute URI naming the pod) and waits up to `server_timeout` for the response head.
+    /// Sends the request (`parts` as rewritten for the pod, `body` the client's unless it had none) to `addr`
+    /// and waits up to `server_timeout` for the response head.
     pub async fn send(
         &self,
-        mut request: Request<UpstreamBody>,
+        addr: SocketAddr,
+        parts: &request::Parts,
+        body: Option<Incoming>,
         via: Via<'_>,
         server_timeout: Duration,
-    ) -> Result<Response<Incoming>, UpstreamError> {
-        let sent = match via {
-            Via::Http1 => {
-                *request.version_mut() = Version::HTTP_11;
-                self.client.request(request)
-            }
-            Via::H2c => {
-                *request.version_mut() = Version::HTTP_2;
-                self.h2c.request(request)
-            }
-            Via::Reencrypt(upstream) => {
-                *request.version_mut() = Version::HTTP_11;
-                upstream.client.request(request)
-            }
+    ) -> Result<Response<PodResponseBody>, UpstreamError> {
+        if let Via::Http1 = via {
+            let sent = self.http1.send(addr, parts, body);
+            return match tokio::time::timeout(server_timeout, sent).await {
+                Err(_) => Err(UpstreamError::Timeout(server_timeout)),
+                Ok(Err(error @ PodError::Connect { .. })) => Err(UpstreamError::Connect(error.into())),
+                Ok(Err(error)) => Err(UpstreamError::Exchange(error.into())),
+                Ok(Ok(response)) => Ok(response.map(Either::Right)),
+            };
+        }
+        let body = match body {
+            Some(incoming) => Either::Left(incoming),
+            None => Either::Right(Empty::new()),
         };
-        match tokio::time::timeout(server_timeout, sent).await {
+        let mut request = Request::from_parts(parts.clone(), body);
+        *request.uri_mut() = upstream_uri(addr, &parts.uri);
+        *request.version_mut() = if matches!(via, Via::H2c) { Version::HTTP_2 } else { Version::HTTP_11 };
+        let sent = match via {
+            Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.client.request(request)).await,
+            _ => tokio::time::timeout(server_timeout, self.h2c.request(request)).await,
+        };
+        match sent {
             Err(_) => Err(UpstreamError::Timeout(server_timeout)),
-            Ok(Err(error)) if error.is_connect() => Err(UpstreamError::Connect(error)),
-            Ok(Err(error)) => Err(UpstreamError::Exchange(error)),
-            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) if error.is_connect() => Err(UpstreamError::Connect(error.into())),
+            Ok(Err(error)) => Err(UpstreamError::Exchange(error.into())),
+            Ok(Ok(response)) => Ok(response.map(Either::Left)),
         }
     }
+}
+
+fn upstream_uri(addr: SocketAddr, original: &Uri) -> Uri {
+    let path = original.path_and_query().map_or("/", |pq| pq.as_str());
+    // An IP, a port and an already-parsed path always form a valid URI; fall back to the pod root if not.
+    format!("http://{addr}{path}").parse().unwrap_or_else(|_| Uri::from_static("/"))
 }
