@@ -35,7 +35,6 @@ pub enum ResponseFraming {
 #[derive(Debug)]
 pub struct ResponseHead {
     pub status: StatusCode,
-    pub version: Version,
     pub headers: HeaderMap,
     /// The pod's reason phrase when it is not the standard one for the status.
     pub reason: Option<Bytes>,
@@ -144,7 +143,7 @@ pub fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Option<Resp
     let framing = response_framing(status, method, &headers)?;
     let conflicting = headers.contains_key(header::TRANSFER_ENCODING) && headers.contains_key(header::CONTENT_LENGTH);
     let keep_alive = !conflicting && framing != ResponseFraming::Close && persistent(version, &headers);
-    Ok(Some(ResponseHead { status, version, headers, reason, framing, keep_alive }))
+    Ok(Some(ResponseHead { status, headers, reason, framing, keep_alive }))
 }
 
 /// RFC 9112 section 6.3, for a response to `method`.

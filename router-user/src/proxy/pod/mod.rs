@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http::{request, Response, StatusCode};
+use http::{request, Response, StatusCode, Version};
 use hyper::body::{Body, Incoming};
 use tokio::net::TcpStream;
 
@@ -96,7 +96,8 @@ fn response(mut conn: PodConn, head: head::ResponseHead, pool: Option<Arc<PodPoo
     };
     let mut response = Response::new(body);
     *response.status_mut() = head.status;
-    *response.version_mut() = head.version;
+    // The client hears the router's HTTP version, whatever the pod spoke (HTTP/1.0 pods included).
+    *response.version_mut() = Version::HTTP_11;
     *response.headers_mut() = head.headers;
     if let Some(reason) = head.reason.and_then(|reason| hyper::ext::ReasonPhrase::try_from(reason).ok()) {
         response.extensions_mut().insert(reason);
