@@ -140,3 +140,16 @@ async fn refused_connections_are_connect_errors() {
     let error = client().send(unused, &get("/"), None).await.expect_err("refused");
     assert!(matches!(error, PodError::Connect { .. }), "{error}");
 }
+
+#[tokio::test]
+async fn idle_connections_are_closed_after_the_idle_timeout() {
+    let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let addr = scripted_pod(vec![vec![Some(ok), Some(ok)]]).await;
+    let client = PodClient::new(Duration::from_secs(2), Duration::from_millis(400));
+    body_text(client.send(addr, &get("/"), None).await.expect("response")).await;
+    assert_eq!(client.pool.idle_count(), 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(client.pool.idle_count(), 1, "still within the idle timeout");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(client.pool.idle_count(), 0, "closed by the reaper");
+}
