@@ -4,6 +4,7 @@
 mod dispatch;
 mod inspect;
 mod passthrough;
+mod pipe;
 mod setup;
 mod sockmap;
 mod splice;
