@@ -61,7 +61,10 @@ impl Publisher {
                     continue;
                 }
             };
-            let table = self.publish(table, started);
+            // `build_from` carried health over from the table it started from; only another live table (after a
+            // failed build) needs the whole-table pass.
+            let from_live = previous.as_ref().is_some_and(|(_, table)| Arc::ptr_eq(table, &self.table.load()));
+            let table = self.publish(table, started, from_live);
             last = Some((snapshot, table));
             // The old snapshot and table (unless requests still hold it) go too.
             tokio::task::spawn_blocking(move || drop((stale, previous)));
@@ -75,21 +78,25 @@ impl Publisher {
         *known = current;
     }
 
-    fn publish(&self, table: RouteTable, started: Instant) -> Arc<RouteTable> {
+    fn publish(&self, table: RouteTable, started: Instant, health_inherited: bool) -> Arc<RouteTable> {
         let previous = self.table.load_full();
-        table.inherit_health(&previous);
+        if !health_inherited {
+            table.inherit_health(&previous);
+        }
         log_new_rejections(&previous, &table);
         let new_warnings = log_new_warnings(&previous, &table);
         self.metrics.route_warnings.inc_by(new_warnings);
         let elapsed = started.elapsed();
         self.metrics.table_build_seconds.observe(elapsed.as_secs_f64());
         self.metrics.table_generation.set(table.generation as i64);
-        self.metrics.routes_loaded.set(table.routes_admitted() as i64);
-        self.metrics.routes_rejected.set(table.routes_rejected() as i64);
+        let admitted = table.routes_admitted();
+        let rejected = table.outcomes.len() - admitted;
+        self.metrics.routes_loaded.set(admitted as i64);
+        self.metrics.routes_rejected.set(rejected as i64);
         info!(
             generation = table.generation,
-            admitted = table.routes_admitted(),
-            rejected = table.routes_rejected(),
+            admitted,
+            rejected,
             build_ms = elapsed.as_secs_f64() * 1000.0,
             "route table published"
         );

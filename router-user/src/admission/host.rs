@@ -7,7 +7,7 @@ use super::AdmissionSettings;
 
 /// The route's effective host, lowercased; empty when it has none.
 pub fn effective_host(route: &Route, settings: &AdmissionSettings) -> String {
-    let mut host = route.spec.host.clone().unwrap_or_default().trim().to_string();
+    let mut host = route.spec.host.as_deref().unwrap_or_default().trim().to_string();
     let subdomain = route.spec.subdomain.as_deref().unwrap_or("");
     if host.is_empty() && !subdomain.is_empty() {
         if let Some(domain) = settings.router_domain.as_deref().filter(|d| !d.is_empty()) {
@@ -25,7 +25,8 @@ pub fn effective_host(route: &Route, settings: &AdmissionSettings) -> String {
             }
         }
     }
-    host.to_ascii_lowercase()
+    host.make_ascii_lowercase();
+    host
 }
 
 /// `${name}` and `${namespace}` (also `$name`); `None` when the template names another key.
@@ -55,6 +56,9 @@ fn expand_template(template: &str, name: &str, namespace: &str) -> Option<String
 
 /// True when `host` or one of its parent domains is in `domains` (suffix match on label boundaries).
 pub fn in_domain_list(host: &str, domains: &[String]) -> bool {
+    if domains.is_empty() {
+        return false;
+    }
     let mut candidate = host;
     loop {
         if domains.iter().any(|d| d.eq_ignore_ascii_case(candidate)) {

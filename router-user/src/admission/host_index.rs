@@ -11,15 +11,19 @@ pub fn resolve(
     candidates: Vec<Admitted<'_>>,
     namespace_ownership: bool,
 ) -> (Vec<Admitted<'_>>, Vec<(Admitted<'_>, Rejection)>) {
-    // Per host: (owner namespace, owner name, indices of active routes).
-    let mut hosts: HashMap<String, (String, String, Vec<usize>)> = HashMap::new();
+    // Per host: the owner (the oldest route) and the latest active route; `earlier[i]` links active route `i`
+    // to the previous active route of its host, so no host needs a list of its own.
+    let mut hosts: HashMap<&str, (&Admitted<'_>, usize)> = HashMap::with_capacity(candidates.len());
+    let mut earlier: Vec<Option<usize>> = vec![None; candidates.len()];
     let mut verdicts: Vec<Option<Rejection>> = Vec::with_capacity(candidates.len());
     for (index, candidate) in candidates.iter().enumerate() {
-        let entry = hosts
-            .entry(candidate.host.clone())
-            .or_insert_with(|| (candidate.key.namespace.clone(), candidate.key.name.clone(), Vec::new()));
-        let (owner_namespace, owner_name, active) = entry;
-        let verdict = if namespace_ownership && *owner_namespace != candidate.key.namespace {
+        let Some((owner, latest)) = hosts.get_mut(candidate.host.as_str()) else {
+            hosts.insert(&candidate.host, (candidate, index));
+            verdicts.push(None);
+            continue;
+        };
+        let mut active = std::iter::successors(Some(*latest), |&i| earlier[i]);
+        let verdict = if namespace_ownership && owner.key.namespace != candidate.key.namespace {
             Some(Rejection::new(
                 "HostAlreadyClaimed",
                 format!(
@@ -27,13 +31,14 @@ pub fn resolve(
                     candidate.host, candidate.key.name
                 ),
             ))
-        } else if active.iter().any(|&other| conflicts(&candidates[other], candidate)) {
+        } else if active.any(|other| conflicts(&candidates[other], candidate)) {
             Some(Rejection::new(
                 "HostAlreadyClaimed",
-                format!("route {owner_name} already exposes {} and is older", candidate.host),
+                format!("route {} already exposes {} and is older", owner.key.name, candidate.host),
             ))
         } else {
-            active.push(index);
+            earlier[index] = Some(*latest);
+            *latest = index;
             None
         };
         verdicts.push(verdict);

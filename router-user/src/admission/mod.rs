@@ -151,14 +151,17 @@ fn outcome(candidate: &Admitted<'_>, result: Result<(), Rejection>) -> RouteOutc
 }
 
 /// Routes in the OpenShift router's order: creationTimestamp (absent = oldest), then UID, then
-/// namespace/name so that manifests without either still order deterministically.
+/// namespace/name so that manifests without either still order deterministically. The snapshot lists them by
+/// namespace/name already, and the sort is stable: ties keep that order without comparing keys.
 pub fn oldest_first(snapshot: &Snapshot) -> Vec<(&ObjectKey, &Route)> {
-    let mut routes: Vec<_> = snapshot.routes.iter().collect();
-    routes.sort_by(|(ka, a), (kb, b)| {
-        let age = |r: &Route| r.metadata.creation_timestamp.as_ref().map(|t| t.0);
-        let uid = |r: &Route| r.metadata.uid.clone().unwrap_or_default();
-        age(a).cmp(&age(b)).then_with(|| uid(a).cmp(&uid(b))).then_with(|| ka.cmp(kb))
-    });
+    let mut routes: Vec<(&ObjectKey, &Route)> = snapshot.routes.iter().map(|(key, route)| (key, &**route)).collect();
+    fn age(route: &Route) -> Option<&k8s_openapi::jiff::Timestamp> {
+        route.metadata.creation_timestamp.as_ref().map(|t| &t.0)
+    }
+    fn uid(route: &Route) -> &str {
+        route.metadata.uid.as_deref().unwrap_or_default()
+    }
+    routes.sort_by(|(_, a), (_, b)| age(a).cmp(&age(b)).then_with(|| uid(a).cmp(uid(b))));
     routes
 }
 

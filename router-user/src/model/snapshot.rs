@@ -1,11 +1,16 @@
 //! The whole state a source has seen, as typed objects. Every source (manifest files, Kubernetes) produces a
 //! complete `Snapshot`; the table is compiled from it, never patched event by event.
+//!
+//! Objects are shared (`Arc`), and so are whole maps of them (`Objects`): a source that changes one object
+//! builds the next snapshot from the last one's by reference, and a build sees an unchanged object as the same
+//! allocation (`Arc::ptr_eq`), without comparing it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use super::objects::Objects;
 use super::route::Route;
 
 /// `namespace/name`, the key of every namespaced object.
@@ -29,14 +34,14 @@ impl std::fmt::Display for ObjectKey {
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    pub routes: BTreeMap<ObjectKey, Route>,
-    pub services: BTreeMap<ObjectKey, Service>,
-    pub endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
+    pub routes: Objects<ObjectKey, Route>,
+    pub services: Objects<ObjectKey, Service>,
+    pub endpoint_slices: Objects<ObjectKey, EndpointSlice>,
     /// Core `Endpoints`, keyed like their Service.
-    pub endpoints: BTreeMap<ObjectKey, Endpoints>,
+    pub endpoints: Objects<ObjectKey, Endpoints>,
     /// Cluster-scoped: keyed by name.
-    pub namespaces: BTreeMap<String, Namespace>,
-    pub secrets: BTreeMap<ObjectKey, Secret>,
+    pub namespaces: Objects<String, Namespace>,
+    pub secrets: Objects<ObjectKey, Secret>,
     /// Secrets named by a route's `externalCertificate` that the router's service account may not read.
     pub unreadable_secrets: BTreeSet<ObjectKey>,
 }

@@ -1,7 +1,9 @@
 //! Service endpoints as the router uses them: ready addresses from EndpointSlices (or core Endpoints when a
 //! service has no slices), TCP ports only, filtered by the route's `targetPort`, unsafe addresses dropped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::borrow::Cow;
+use std::cell::{Cell, OnceCell};
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::api::core::v1::Endpoints;
@@ -23,35 +25,48 @@ pub struct ServiceEndpoint {
     pub h2c: bool,
 }
 
-/// Slices grouped by the service they belong to, built once per table.
+/// `(namespace, service name)`, borrowed from the snapshot.
+pub type ServiceRef<'a> = (&'a str, &'a str);
+
+/// Lookups that scan a namespace's slices before the index is built: a build that compiles a few routes (a
+/// change taken over from the previous table) scans, a build that compiles many indexes once.
+const SCANS_BEFORE_INDEXING: usize = 8;
+
+/// The endpoints of a snapshot by service. The slices are grouped by service on demand: the first lookups scan
+/// the service's namespace (the slices are ordered by namespace), later ones build the grouping once.
 pub struct EndpointIndex<'a> {
-    slices: BTreeMap<ObjectKey, Vec<&'a EndpointSlice>>,
-    endpoints: &'a BTreeMap<ObjectKey, Endpoints>,
+    snapshot: &'a Snapshot,
     allow_loopback: bool,
+    scans: Cell<usize>,
+    grouped: OnceCell<Grouped<'a>>,
+}
+
+/// Slices grouped by the service they belong to, each group in key order.
+struct Grouped<'a> {
+    /// Service -> its position in `slices` (a position, not a reference, so lookups may use shorter-lived keys).
+    services: HashMap<ServiceRef<'a>, usize>,
+    slices: Vec<Vec<&'a EndpointSlice>>,
 }
 
 impl<'a> EndpointIndex<'a> {
     pub fn new(snapshot: &'a Snapshot, allow_loopback: bool) -> Self {
-        let mut slices: BTreeMap<ObjectKey, Vec<&EndpointSlice>> = BTreeMap::new();
-        for (key, slice) in &snapshot.endpoint_slices {
-            let labels = slice.metadata.labels.as_ref();
-            if let Some(service) = labels.and_then(|l| l.get(SERVICE_NAME_LABEL)) {
-                slices.entry(ObjectKey::new(&key.namespace, service)).or_default().push(slice);
-            }
-        }
-        Self { slices, endpoints: &snapshot.endpoints, allow_loopback }
+        Self { snapshot, allow_loopback, scans: Cell::new(0), grouped: OnceCell::new() }
     }
 
-    /// Whether `service`'s endpoints come from the same objects in `self` and `other` (and the same
-    /// loopback rule), so that `ready` would return the same for it.
-    pub fn same_service(&self, other: &EndpointIndex<'_>, service: &ObjectKey) -> bool {
-        if self.allow_loopback != other.allow_loopback {
-            return false;
+    /// The slices of `namespace/service`, in key order; empty when it has none.
+    pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a EndpointSlice]> {
+        if self.grouped.get().is_none() && self.scans.get() < SCANS_BEFORE_INDEXING {
+            self.scans.set(self.scans.get() + 1);
+            let from = ObjectKey::new(namespace, "");
+            let in_namespace =
+                self.snapshot.endpoint_slices.iter_from(&from).take_while(|(key, _)| key.namespace == namespace);
+            let found = in_namespace.map(|(_, slice)| &**slice).filter(|slice| service_of(slice) == Some(service));
+            return Cow::Owned(found.collect());
         }
-        match (self.slices.get(service), other.slices.get(service)) {
-            (Some(mine), Some(theirs)) => mine == theirs,
-            (None, None) => self.endpoints.get(service) == other.endpoints.get(service),
-            _ => false,
+        let grouped = self.grouped.get_or_init(|| Grouped::new(self.snapshot));
+        match grouped.services.get(&(namespace, service)) {
+            Some(&at) => Cow::Borrowed(&grouped.slices[at]),
+            None => Cow::Borrowed(&[]),
         }
     }
 
@@ -59,17 +74,14 @@ impl<'a> EndpointIndex<'a> {
     /// equals `target_port`.
     pub fn ready(&self, service: &ObjectKey, target_port: Option<&IntOrString>) -> Vec<ServiceEndpoint> {
         let mut found = Vec::new();
-        match self.slices.get(service) {
-            Some(slices) => {
-                for slice in slices {
-                    self.collect_slice(service, slice, target_port, &mut found);
-                }
+        let slices = self.slices_of(&service.namespace, &service.name);
+        if slices.is_empty() {
+            if let Some(endpoints) = self.snapshot.endpoints.get(service) {
+                self.collect_endpoints(service, endpoints, target_port, &mut found);
             }
-            None => {
-                if let Some(endpoints) = self.endpoints.get(service) {
-                    self.collect_endpoints(service, endpoints, target_port, &mut found);
-                }
-            }
+        }
+        for slice in slices.iter() {
+            self.collect_slice(service, slice, target_port, &mut found);
         }
         let mut seen = HashSet::new();
         found.retain(|e| seen.insert(e.addr));
@@ -149,6 +161,27 @@ impl<'a> EndpointIndex<'a> {
     }
 }
 
+impl<'a> Grouped<'a> {
+    fn new(snapshot: &'a Snapshot) -> Self {
+        let (mut services, mut slices) = (HashMap::new(), Vec::<Vec<&EndpointSlice>>::new());
+        for (key, slice) in &snapshot.endpoint_slices {
+            if let Some(service) = service_of(slice) {
+                let at = *services.entry((key.namespace.as_str(), service)).or_insert_with(|| {
+                    slices.push(Vec::new());
+                    slices.len() - 1
+                });
+                slices[at].push(&**slice);
+            }
+        }
+        Self { services, slices }
+    }
+}
+
+/// The Service an EndpointSlice belongs to (its `kubernetes.io/service-name` label).
+pub fn service_of(slice: &EndpointSlice) -> Option<&str> {
+    slice.metadata.labels.as_ref().and_then(|labels| labels.get(SERVICE_NAME_LABEL)).map(String::as_str)
+}
+
 /// An endpoint port as the server id and the upstream protocol need it.
 struct PortInfo<'a> {
     name: &'a str,
@@ -200,7 +233,44 @@ pub fn is_routable(ip: IpAddr, allow_loopback: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    #[test]
+    fn scanning_a_namespace_finds_what_the_grouping_does() {
+        let mut snapshot = Snapshot::default();
+        // Slices of services a and b in two namespaces, one of them named after the other service.
+        for (namespace, name, service, ip) in [
+            ("x", "a-1", "a", "10.0.0.1"),
+            ("x", "a-2", "a", "10.0.0.2"),
+            ("x", "b-1", "a", "10.0.0.3"),
+            ("x", "b-2", "b", "10.0.0.4"),
+            ("y", "a-1", "a", "10.0.1.1"),
+        ] {
+            let yaml = format!(
+                "metadata: {{name: {name}, namespace: {namespace}, labels: {{kubernetes.io/service-name: {service}}}}}\n\
+                 addressType: IPv4\nports: [{{name: http, port: 80}}]\nendpoints: [{{addresses: [\"{ip}\"]}}]\n"
+            );
+            let slice = serde_yaml::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new(namespace, name), Arc::new(slice));
+        }
+        let index = EndpointIndex::new(&snapshot, false);
+        let services = [("x", "a"), ("x", "b"), ("y", "a"), ("y", "b"), ("z", "a")];
+        let lookups = |index: &EndpointIndex<'_>| -> Vec<Vec<String>> {
+            let ready = |(ns, name): (&str, &str)| index.ready(&ObjectKey::new(ns, name), None);
+            services.map(|service| ready(service).into_iter().map(|e| e.addr.to_string()).collect()).to_vec()
+        };
+        let scanned = lookups(&index);
+        assert_eq!(scanned[0], ["10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"]);
+        assert_eq!(scanned[1], ["10.0.0.4:80"]);
+        assert_eq!(scanned[2], ["10.0.1.1:80"]);
+        assert!(scanned[3].is_empty() && scanned[4].is_empty());
+        while index.grouped.get().is_none() {
+            lookups(&index);
+        }
+        assert_eq!(lookups(&index), scanned, "the grouping answers as the scans did");
+    }
 
     #[test]
     fn unsafe_addresses_are_dropped_unless_loopback_is_allowed() {

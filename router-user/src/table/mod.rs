@@ -3,6 +3,7 @@
 //! Lookups go through a host index (exact hosts, then one-label wildcard domains), never a scan of routes.
 
 mod build;
+mod changes;
 #[cfg(test)]
 mod conformance_tests;
 mod endpoints;
@@ -142,6 +143,15 @@ impl Backend {
         self.endpoints.iter().position(|e| e.cookie == value && e.health.is_up())
     }
 
+    /// Takes over the health of `old`'s endpoints (the same route's previous backend) with the same server id.
+    fn inherit_health(&self, old: &Backend) {
+        for endpoint in &self.endpoints {
+            if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
+                endpoint.health.inherit(&old_endpoint.health);
+            }
+        }
+    }
+
     /// True when some endpoint with weight could take a request.
     pub fn has_weighted_endpoints(&self) -> bool {
         self.endpoints.iter().any(|e| e.weight > 0)
@@ -181,18 +191,14 @@ impl RouteTable {
 
     /// Takes over the health of endpoints that were already in `previous` (same route, same server id), so
     /// a rebuild neither forgets a dead pod nor restarts its checks. A backend taken over from `previous` (the
-    /// same `Arc`, see `build_from`) already has its state.
+    /// same `Arc`, see `build_from`) already has its state. `build_from` does this itself for what it compiles;
+    /// this is for a table built without the live one as its previous.
     pub fn inherit_health(&self, previous: &RouteTable) {
         let before: HashMap<&ObjectKey, &Arc<Backend>> = previous.backends().map(|b| (&b.route, b)).collect();
         for backend in self.backends() {
             let Some(old) = before.get(&backend.route) else { continue };
-            if Arc::ptr_eq(old, backend) {
-                continue;
-            }
-            for endpoint in &backend.endpoints {
-                if let Some(old_endpoint) = old.endpoints.iter().find(|e| e.id == endpoint.id) {
-                    endpoint.health.inherit(&old_endpoint.health);
-                }
+            if !Arc::ptr_eq(old, backend) {
+                backend.inherit_health(old);
             }
         }
     }

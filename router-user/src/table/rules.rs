@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{Backend, RoutePath};
 use crate::admission::wildcard_domain;
+use crate::model::ObjectKey;
 
 #[derive(Debug, Default)]
 pub struct HostRules {
@@ -51,6 +52,12 @@ impl HostRules {
         }
         let domain = host.split_once('.').map(|(_, domain)| domain)?;
         self.wildcard.get(domain).and_then(|rules| first_match(rules, path))
+    }
+
+    /// The backend of `route` among `host`'s rules, if it has one.
+    pub fn find(&self, host: &str, wildcard: bool, route: &ObjectKey) -> Option<&Arc<Backend>> {
+        let rules = if wildcard { self.wildcard.get(wildcard_domain(host)) } else { self.exact.get(host) };
+        rules?.iter().map(|rule| &rule.backend).find(|backend| backend.route == *route)
     }
 
     /// Every backend, once per rule.

@@ -36,7 +36,7 @@ fn table(routes: Vec<Route>) -> RouteTable {
     let mut snapshot = Snapshot::default();
     for route in routes {
         let key = ObjectKey::new("ns", route.metadata.name.clone().unwrap_or_default());
-        snapshot.routes.insert(key, route);
+        snapshot.routes.insert(key, Arc::new(route));
     }
     let default = default_certificate(None, None).expect("generated default certificate");
     let tls = TlsBuild::new(Some(default), None, Duration::from_secs(1));
@@ -165,7 +165,7 @@ fn a_wildcard_route_serves_its_certificate_to_subdomains() {
     );
     route.spec.wildcard_policy = Some("Subdomain".into());
     let mut snapshot = Snapshot::default();
-    snapshot.routes.insert(ObjectKey::new("ns", "wild"), route);
+    snapshot.routes.insert(ObjectKey::new("ns", "wild"), Arc::new(route));
     let default = default_certificate(None, None).expect("default");
     let options = BuildOptions {
         allow_loopback_endpoints: true,
@@ -194,7 +194,7 @@ fn reencrypt_pools_survive_a_rebuild_while_the_route_is_unchanged() {
     };
     let mut snapshot = Snapshot::default();
     for route in routes() {
-        snapshot.routes.insert(ObjectKey::new("ns", "secure"), route);
+        snapshot.routes.insert(ObjectKey::new("ns", "secure"), Arc::new(route));
     }
     let default = default_certificate(None, None).expect("default");
     let options = BuildOptions {
@@ -211,7 +211,7 @@ fn reencrypt_pools_survive_a_rebuild_while_the_route_is_unchanged() {
     snapshot.routes.clear();
     build(&snapshot, &options, 3);
     for route in routes() {
-        snapshot.routes.insert(ObjectKey::new("ns", "secure"), route);
+        snapshot.routes.insert(ObjectKey::new("ns", "secure"), Arc::new(route));
     }
     let third = upstream(&build(&snapshot, &options, 4));
     assert!(!Arc::ptr_eq(&first, &third), "a route that went away starts afresh");

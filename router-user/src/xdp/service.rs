@@ -229,7 +229,7 @@ impl Endpoints {
                 key.namespace == service.namespace
                     && slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) == Some(&service.name)
             })
-            .map(|(_, slice)| slice)
+            .map(|(_, slice)| &**slice)
             .collect();
         let mut all = Vec::new();
         if slices.is_empty() {
@@ -296,13 +296,13 @@ mod tests {
             let key = ObjectKey::new(namespace, name);
             match value["kind"].as_str() {
                 Some("Service") => {
-                    snapshot.services.insert(key, serde_json::from_value(value).expect("service"));
+                    snapshot.services.insert(key, Arc::new(serde_json::from_value(value).expect("service")));
                 }
                 Some("EndpointSlice") => {
-                    snapshot.endpoint_slices.insert(key, serde_json::from_value(value).expect("slice"));
+                    snapshot.endpoint_slices.insert(key, Arc::new(serde_json::from_value(value).expect("slice")));
                 }
                 Some("Endpoints") => {
-                    snapshot.endpoints.insert(key, serde_json::from_value(value).expect("endpoints"));
+                    snapshot.endpoints.insert(key, Arc::new(serde_json::from_value(value).expect("endpoints")));
                 }
                 other => panic!("unexpected kind {other:?}"),
             }

@@ -41,7 +41,7 @@ impl SecretAccess {
     /// Checks the references not checked yet and removes from `snapshot.secrets` every Secret some route may
     /// not use, naming it in `snapshot.unreadable_secrets`.
     pub async fn restrict(&mut self, snapshot: &mut Snapshot) {
-        let references: HashSet<Reference> = snapshot.routes.values().filter_map(reference).collect();
+        let references: HashSet<Reference> = snapshot.routes.values().filter_map(|route| reference(route)).collect();
         self.allowed.retain(|key, _| references.contains(key));
         let unchecked: HashSet<ObjectKey> = references
             .iter()

@@ -1,6 +1,7 @@
 //! The reflector stores of every watched resource, and the whole-state `Snapshot` built from them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -10,7 +11,7 @@ use kube::{Resource, ResourceExt};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
 use super::ingress::ingress_routes;
-use crate::model::{ObjectKey, Route, Snapshot};
+use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 /// Which EndpointSlice API the server serves, or none when core Endpoints are watched instead.
 #[derive(Clone)]
@@ -52,7 +53,8 @@ impl Stores {
         let _ = self.ingresses.wait_until_ready().await;
     }
 
-    /// Everything the stores hold now, with Ingresses translated into routes (a real Route keeps its name).
+    /// Everything the stores hold now, with Ingresses translated into routes (a real Route keeps its name). Objects
+    /// are the stores' own (shared, not copied).
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
             routes: keyed(&self.routes),
@@ -62,26 +64,28 @@ impl Stores {
                 SliceStore::V1beta1(store) => store
                     .state()
                     .into_iter()
-                    .map(|slice| (object_key(slice.as_ref()), EndpointSliceV1beta1::clone(&slice).into_v1()))
+                    .map(|slice| (object_key(slice.as_ref()), Arc::new(EndpointSliceV1beta1::clone(&slice).into_v1())))
                     .collect(),
-                SliceStore::Off => BTreeMap::new(),
+                SliceStore::Off => Objects::default(),
             },
             endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
-            namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), Namespace::clone(&ns))).collect(),
+            namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
             unreadable_secrets: BTreeSet::new(),
         };
         for ingress in self.ingresses.state() {
             for (key, route) in ingress_routes(&ingress, &snapshot) {
-                snapshot.routes.entry(key).or_insert(route);
+                if !snapshot.routes.contains_key(&key) {
+                    snapshot.routes.insert(key, Arc::new(route));
+                }
             }
         }
         snapshot
     }
 }
 
-fn keyed<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> BTreeMap<ObjectKey, K> {
-    store.state().into_iter().map(|object| (object_key(object.as_ref()), K::clone(&object))).collect()
+fn keyed<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> Objects<ObjectKey, K> {
+    store.state().into_iter().map(|object| (object_key(object.as_ref()), object)).collect()
 }
 
 fn object_key<K: Resource>(object: &K) -> ObjectKey {

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -17,7 +18,7 @@ use serde_yaml::Value;
 
 use super::document::{self, Document};
 use super::error::{yaml_reason, ManifestError};
-use crate::model::{ObjectKey, Route, Snapshot};
+use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
 #[derive(Debug, Default)]
@@ -33,7 +34,7 @@ pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
     for doc in document::split(text) {
         Ctx { path, doc: &doc, out: &mut parsed }.document();
     }
-    parsed.objects.secrets.values_mut().for_each(merge_string_data);
+    parsed.objects.secrets.update_each(|secret| merge_string_data(Arc::make_mut(secret)));
     parsed
 }
 
@@ -130,7 +131,7 @@ impl Ctx<'_> {
         kind: &str,
         value: Value,
         key_of: fn(&mut ObjectMeta, String) -> K,
-        slot: fn(&mut Snapshot) -> &mut BTreeMap<K, T>,
+        slot: fn(&mut Snapshot) -> &mut Objects<K, T>,
     ) {
         let mut object: T = match self.decode(place, value) {
             Ok(object) => object,
@@ -150,7 +151,7 @@ impl Ctx<'_> {
                 "object defined twice in one file; the later one wins"
             );
         }
-        map.insert(key, object);
+        map.insert(key, Arc::new(object));
     }
 
     fn decode<T: DeserializeOwned>(&self, place: Place, value: Value) -> Result<T, ManifestError> {

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -18,7 +20,7 @@ fn snapshot_with_web_service() -> Snapshot {
     }))
     .expect("service fixture");
     let mut snapshot = Snapshot::default();
-    snapshot.services.insert(ObjectKey::new("ns", "web"), service);
+    snapshot.services.insert(ObjectKey::new("ns", "web"), Arc::new(service));
     snapshot
 }
 
@@ -85,7 +87,7 @@ fn tls_entries_make_edge_routes_with_the_secret_and_wait_for_it() {
         "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}
     }))
     .expect("secret fixture");
-    snapshot.secrets.insert(ObjectKey::new("ns", "cert"), secret);
+    snapshot.secrets.insert(ObjectKey::new("ns", "cert"), Arc::new(secret));
     let routes = ingress_routes(&ingress(value), &snapshot);
     let tls = routes[0].1.spec.tls.as_ref().expect("edge TLS");
     assert_eq!(tls.termination, "edge");
