@@ -4,7 +4,6 @@
 mod dispatch;
 mod inspect;
 mod passthrough;
-mod pipe;
 mod setup;
 mod sockmap;
 mod splice;

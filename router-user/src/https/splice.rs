@@ -6,7 +6,7 @@
 //! fails with EPIPE instead.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -14,8 +14,6 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tracing::debug;
-
-use super::pipe::{Pipe, PIPES};
 
 /// Bytes asked of one splice(2) call; the pipe's capacity (64 KiB by default) bounds what moves.
 const SPLICE_LEN: usize = 1 << 20;
@@ -42,20 +40,14 @@ pub struct RelayStats {
 /// Uses splice(2) through a pipe per direction; if the pipes cannot be made (descriptor limits), copies
 /// through a userspace buffer with the same behaviour.
 pub async fn relay(client: TcpStream, pod: TcpStream, idle_timeout: Duration) -> io::Result<RelayStats> {
-    let mut channels = match (PIPES.take(), PIPES.take()) {
+    let channels = match (Pipe::new(), Pipe::new()) {
         (Ok(up), Ok(down)) => (Channel::Pipe(up), Channel::Pipe(down)),
         (Err(error), _) | (_, Err(error)) => {
             debug!(%error, "no pipes for splice; relaying through a userspace buffer");
             (Channel::buffer(), Channel::buffer())
         }
     };
-    let result = run(client, pod, idle_timeout, &mut channels).await;
-    for channel in [channels.0, channels.1] {
-        if let Channel::Pipe(pipe) = channel {
-            PIPES.give_back(pipe);
-        }
-    }
-    result
+    run(client, pod, idle_timeout, channels).await
 }
 
 /// The relay proper, over the given channels (client to pod, pod to client).
@@ -63,11 +55,13 @@ async fn run(
     client: TcpStream,
     pod: TcpStream,
     idle_timeout: Duration,
-    (up, down): &mut (Channel, Channel),
+    (mut up, mut down): (Channel, Channel),
 ) -> io::Result<RelayStats> {
     let activity = Activity::new();
     let result = {
-        let both = async { tokio::try_join!(pump(&client, &pod, up, &activity), pump(&pod, &client, down, &activity)) };
+        let both = async {
+            tokio::try_join!(pump(&client, &pod, &mut up, &activity), pump(&pod, &client, &mut down, &activity))
+        };
         tokio::pin!(both);
         loop {
             tokio::select! {
@@ -185,6 +179,28 @@ impl Channel {
     }
 }
 
+/// A non-blocking pipe and the bytes in it.
+struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    held: usize,
+}
+
+impl Pipe {
+    fn new() -> io::Result<Pipe> {
+        let mut fds: [libc::c_int; 2] = [-1, -1];
+        // SAFETY: `fds` is a writable array of two c_ints, which is what pipe2 fills; the flags are valid.
+        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let [read, write] = fds;
+        // SAFETY: pipe2 succeeded, so both descriptors are open, and nothing else owns them.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(read), OwnedFd::from_raw_fd(write)) };
+        Ok(Pipe { read, write, held: 0 })
+    }
+}
+
 /// One splice(2) call of up to `len` bytes, non-blocking on the pipe side.
 fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     // SAFETY: both descriptors are borrowed from live owners, so they stay open for the call; null offsets
@@ -286,7 +302,7 @@ mod tests {
         let (client, router_client) = connected_pair(&front, front.local_addr().expect("addr")).await;
         let (router_pod, pod) = connected_pair(&backend, backend.local_addr().expect("addr")).await;
         let relay = match mode {
-            Some(mode) => tokio::spawn(async move { run(router_client, router_pod, idle, &mut channels(mode)).await }),
+            Some(mode) => tokio::spawn(run(router_client, router_pod, idle, channels(mode))),
             None => tokio::spawn(relay(router_client, router_pod, idle)),
         };
         Setup { client, pod, relay }
@@ -401,8 +417,7 @@ mod tests {
             let (connected, accepted) =
                 tokio::join!(socket.connect(backend.local_addr().expect("addr")), backend.accept());
             let (router_pod, pod) = (connected.expect("connect"), accepted.expect("accept").0);
-            let relay =
-                tokio::spawn(async move { run(router_client, router_pod, LONG_IDLE, &mut channels(mode)).await });
+            let relay = tokio::spawn(run(router_client, router_pod, LONG_IDLE, channels(mode)));
             let (_client_r, client_w) = client.into_split();
             let (pod_r, _pod_w) = pod.into_split();
             let sent = tokio::spawn(send_bulk(client_w, 3, SIZE));
