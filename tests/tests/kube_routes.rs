@@ -54,7 +54,13 @@ async fn a_route_created_in_the_apiserver_is_served_and_admitted() {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    let before = writes(&router);
+    // The write is counted when the apiserver's answer reaches the router, which can be after the status is
+    // visible to other watchers.
+    let before = eventually("the admission's status write counted", Duration::from_secs(10), || {
+        let counted = writes(&router);
+        async move { (!counted.is_empty()).then_some(counted) }
+    })
+    .await;
     let generation = router.table.load().generation;
     apply_json(&client, service("shop", "unrelated")).await;
     next_generation(&router, generation).await;
