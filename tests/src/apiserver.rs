@@ -33,6 +33,8 @@ const NOBODY_TOKEN: &str = "nobody-token-for-tests";
 pub const ROUTER_USER: &str = "system:serviceaccount:openshift-ingress:router";
 /// Bounded waits for the processes to come up.
 const START_LIMIT: Duration = Duration::from_secs(90);
+/// Ports tried for a first start.
+const START_ATTEMPTS: usize = 3;
 
 /// Which identity a kubeconfig authenticates as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,12 +79,27 @@ impl ControlPlane {
         );
         let mut plane =
             ControlPlane { dir, apiserver_bin, etcd: Some(etcd), etcd_port, apiserver: None, port: free_port() };
+        // A first start can lose its port to another process between `free_port` and the bind: try new ones.
+        for _ in 1..START_ATTEMPTS {
+            match plane.launch_apiserver().await {
+                Ok(()) => return Some(plane),
+                Err(log) => eprintln!("kube-apiserver exited at start; trying another port. Its log:\n{log}"),
+            }
+            plane.port = free_port();
+        }
         plane.start_apiserver().await;
         Some(plane)
     }
 
     /// Starts kube-apiserver (again) on the same port and etcd, and waits until it is ready.
     pub async fn start_apiserver(&mut self) {
+        if let Err(log) = self.launch_apiserver().await {
+            panic!("kube-apiserver exited: {log}");
+        }
+    }
+
+    /// Starts kube-apiserver and waits until it is ready; `Err` with its log tail when it exits first.
+    async fn launch_apiserver(&mut self) -> Result<(), String> {
         assert!(self.apiserver.is_none(), "the apiserver is already running");
         let dir = self.dir.path();
         let path = |name: &str| dir.join(name).display().to_string();
@@ -107,7 +124,7 @@ impl ControlPlane {
             &dir.join("apiserver.log"),
         );
         self.apiserver = Some(child);
-        self.wait_ready().await;
+        self.wait_ready().await
     }
 
     /// Kills kube-apiserver (etcd keeps the state).
@@ -157,17 +174,18 @@ impl ControlPlane {
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
-    async fn wait_ready(&mut self) {
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let client = self.client().await;
         let deadline = tokio::time::Instant::now() + START_LIMIT;
         loop {
             let request = http::Request::get("/readyz").body(Vec::new()).expect("request");
             if client.request_text(request).await.is_ok_and(|body| body.trim() == "ok") {
-                return;
+                return Ok(());
             }
             if let Some(child) = self.apiserver.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!("kube-apiserver exited ({status}):\n{}", self.log_tail("apiserver"));
+                    self.apiserver = None;
+                    return Err(format!("{status}:\n{}", self.log_tail("apiserver")));
                 }
             }
             if tokio::time::Instant::now() > deadline {
