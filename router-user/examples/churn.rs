@@ -16,7 +16,6 @@
 //! load delays the next change. No request is sent; the bench's poll adds the time of one HTTP request on top.
 //! `RUST_LOG=router::table=debug,router::publish=info` shows the router's own timings (each build's phases).
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,7 +27,7 @@ use router::metrics::Metrics;
 use router::model::Snapshot;
 use router::policy::RouterDefaults;
 use router::publish::Publisher;
-use router::source::manifest::{spawn_watch, ManifestSource};
+use router::source::manifest::{bench_manifests, spawn_watch, ManifestSource};
 use router::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use tokio::sync::{mpsc, watch};
 
@@ -61,37 +60,6 @@ fn args() -> Args {
         }
     }
     args
-}
-
-/// Service + EndpointSlice (`pods` pods on 127.0.0.11...) + Route per name, as the bench (and `oc get -o yaml`)
-/// writes them.
-fn manifests<'n>(names: impl Iterator<Item = &'n str>, pods: usize) -> String {
-    let mut out = String::new();
-    for name in names {
-        let _ = write!(
-            out,
-            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: bench\nspec:\n  ports:\n  \
-             - name: http\n    port: 80\n    protocol: TCP\n    targetPort: 8080\n---\n\
-             apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: bench\n  \
-             labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\nports:\n- name: http\n  port: 8080\n  \
-             protocol: TCP\nendpoints:\n"
-        );
-        for pod in 0..pods {
-            let _ = write!(
-                out,
-                "- addresses:\n  - \"127.0.0.{ip}\"\n  conditions:\n    ready: true\n  targetRef:\n    kind: Pod\n    \
-                 name: bench-pod-{pod}\n    namespace: bench\n",
-                ip = 11 + pod
-            );
-        }
-        let _ = write!(
-            out,
-            "---\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: bench\n  \
-             creationTimestamp: \"2026-11-01T10:00:00Z\"\nspec:\n  host: {name}.bench.example.com\n  to:\n    \
-             kind: Service\n    name: {name}\n    weight: 100\n  wildcardPolicy: None\n---\n"
-        );
-    }
-    out
 }
 
 /// Through a hidden temp file and a rename, as the bench writes.
@@ -141,7 +109,7 @@ async fn main() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let names: Vec<String> = (0..args.routes).map(|i| format!("r{i:05}")).collect();
-    write_atomically(&dir.path().join("routes.yaml"), &manifests(names.iter().map(String::as_str), args.pods));
+    write_atomically(&dir.path().join("routes.yaml"), &bench_manifests(names.iter().map(String::as_str), args.pods));
 
     let default_certificate = router::tls::default_certificate(None, None).expect("generated certificate");
     let defaults = RouterDefaults { health_check_interval: args.check_interval, ..RouterDefaults::default() };
@@ -207,7 +175,7 @@ async fn main() {
         let begin = Instant::now();
         write_atomically(
             &dir.path().join(format!("churn-{change:03}.yaml")),
-            &manifests([name.as_str()].into_iter(), args.pods),
+            &bench_manifests([name.as_str()].into_iter(), args.pods),
         );
         let served = published.wait_for(|table| table.lookup(&host, "/").is_some());
         tokio::time::timeout(Duration::from_secs(10), served).await.expect("served in 10 s").expect("publisher runs");

@@ -3,44 +3,20 @@
 //! time goes and asserts only that the new route is served; there are no timed assertions. The whole path (the
 //! watch and the publisher, optionally on one CPU shared with a busy thread) is timed by `examples/churn.rs`.
 
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use super::store::ManifestSource;
+use super::synthetic::bench_manifests;
 use super::tree;
 use crate::admission::admit;
 use crate::table::{build, build_from, BuildOptions};
 
 const ROUTES: usize = 10_000;
 
-/// Service + EndpointSlice (4 pods) + Route, as the bench (and `oc get -o yaml`) writes them.
+/// The bench's Service + EndpointSlice (4 pods) + Route per name.
 fn manifests(names: impl Iterator<Item = String>) -> String {
-    let mut out = String::new();
-    for name in names {
-        let _ = write!(
-            out,
-            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: bench\nspec:\n  ports:\n  \
-             - name: http\n    port: 80\n    protocol: TCP\n    targetPort: 8080\n---\n\
-             apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: bench\n  \
-             labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\nports:\n- name: http\n  port: 8080\n  \
-             protocol: TCP\nendpoints:\n"
-        );
-        for pod in 0..4 {
-            let _ = write!(
-                out,
-                "- addresses:\n  - \"127.0.0.{ip}\"\n  conditions:\n    ready: true\n  targetRef:\n    kind: Pod\n    \
-                 name: bench-pod-{pod}\n    namespace: bench\n",
-                ip = 11 + pod
-            );
-        }
-        let _ = write!(
-            out,
-            "---\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: bench\n  \
-             creationTimestamp: \"2026-11-01T10:00:00Z\"\nspec:\n  host: {name}.bench.example.com\n  to:\n    \
-             kind: Service\n    name: {name}\n    weight: 100\n  wildcardPolicy: None\n---\n"
-        );
-    }
-    out
+    let names: Vec<String> = names.collect();
+    bench_manifests(names.iter().map(String::as_str), 4)
 }
 
 fn ms(d: Duration) -> String {
