@@ -1,5 +1,7 @@
 //! The `router` binary: parse settings, attach the XDP front when asked, serve until SIGTERM or Ctrl-C.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use anyhow::Context;

@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::model::Snapshot;
 use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
+use crate::relay::PassthroughRelay;
 use crate::source::kube::{KubeError, KubeOptions};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
@@ -137,7 +138,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         inspect_delay: settings.tls.inspect_delay,
         connect_timeout: settings.connect_timeout,
         client_cert_headers: tls.client_cert_headers,
-        passthrough_sockmap: crate::https::Sockmap::start(settings.tls.passthrough_sockmap),
+        passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap),
     };
     let drain = settings.hard_stop_after;
     let https_task = tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain));

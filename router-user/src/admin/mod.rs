@@ -19,8 +19,8 @@ use tracing::{debug, warn};
 
 pub use health::Health;
 
+use crate::listen::stop_requested;
 use crate::metrics::Metrics;
-use crate::proxy::stop_requested;
 use crate::table::TableHandle;
 
 pub struct AdminState {

@@ -1,10 +1,11 @@
 //! Choosing an endpoint for a request: the HAProxy algorithms the OpenShift router offers (smooth weighted
 //! round robin, least connections, weighted random with two draws, consistent source hash) over endpoints
-//! whose weight and liveness the table carries.
+//! whose weight and liveness the table carries, and the retries over other endpoints when one fails.
 
 mod endpoint_health;
 pub mod health_check;
 mod random;
+mod retry;
 mod round_robin;
 mod source_hash;
 mod weights;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use endpoint_health::EndpointHealth;
 pub use random::next_random;
+pub use retry::{AttemptError, Attempts, EndpointTrial, GaveUp, PickedEndpoint, MAX_ATTEMPTS};
 pub use round_robin::RoundRobin;
 pub use source_hash::{flow_hash, HashRing};
 pub use weights::{endpoint_weights, service_weight};

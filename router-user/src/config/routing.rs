@@ -8,8 +8,9 @@ use clap::Args;
 
 use super::parse_haproxy_duration;
 use crate::admission::{AdmissionSettings, LabelSelector, SelectorError};
+use crate::listen::ClientTimeouts;
 use crate::policy::{header_actions, BalanceAlgorithm, Direction, ForwardedPolicy, RouterDefaults};
-use crate::proxy::{ClientTimeouts, ErrorFile, ProxyOptions};
+use crate::proxy::{ErrorFile, ProxyOptions};
 
 #[derive(Args, Clone, Debug)]
 pub struct RoutingArgs {

@@ -11,8 +11,8 @@ use tracing::{debug, info_span, Instrument};
 
 use super::inspect::read_client_hello;
 use super::{passthrough, terminate, HttpsContext};
+use crate::listen::client_of;
 use crate::metrics::TlsFailureLabels;
-use crate::proxy::client_of;
 
 pub async fn serve_connection(
     mut stream: TcpStream,

@@ -1,18 +1,14 @@
-//! The :443 listener: PROXY header (optional), ClientHello inspection, then passthrough to a pod or TLS
-//! termination followed by the HTTP proxy.
+//! The :443 listener: PROXY header (optional), ClientHello inspection, then passthrough to a pod (carried by
+//! a `relay`) or TLS termination followed by the HTTP proxy.
 
 mod dispatch;
 mod inspect;
 mod passthrough;
 mod setup;
-mod sockmap;
-mod splice;
 mod terminate;
 
 pub use inspect::{read_client_hello, InspectError, Inspected};
 pub use setup::{TlsSetup, TlsSetupError};
-pub use sockmap::{Refused, Sockmap, SockmapError};
-pub use splice::{relay, RelayStats};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +16,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::listen::{accept_loop, ClientTimeouts};
 use crate::metrics::Metrics;
-use crate::proxy::{accept_loop, ClientTimeouts, HttpProxy};
+use crate::proxy::HttpProxy;
+use crate::relay::PassthroughRelay;
 use crate::table::TableHandle;
 use crate::tls::ServerConfigs;
 
@@ -37,8 +35,9 @@ pub struct HttpsContext {
     pub connect_timeout: Duration,
     /// `ROUTER_MUTUAL_TLS_AUTH` is not none: requests carry the X-SSL-Client-* headers.
     pub client_cert_headers: bool,
-    /// The kernel passthrough relay (`ROUTER_PASSTHROUGH_SOCKMAP`, when it loaded); `None`: userspace relay.
-    pub passthrough_sockmap: Option<Arc<Sockmap>>,
+    /// How passthrough bytes are carried: the sockmap relay (`ROUTER_PASSTHROUGH_SOCKMAP`, when it loaded)
+    /// or the splice(2) relay.
+    pub passthrough_relay: PassthroughRelay,
 }
 
 /// Serves :443 until `shutdown`, then waits up to `drain` for open connections.

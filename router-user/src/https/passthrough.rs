@@ -1,20 +1,23 @@
-//! A passthrough route's connection: a pod chosen by the route's balancer (by default a consistent hash of
-//! the client address, `ROUTER_TCP_BALANCE_SCHEME=source`), the buffered ClientHello sent first, then the
-//! bytes relayed both ways until both sides close or the tunnel timeout passes with no traffic.
+//! A passthrough route's connection: the route's checks on the client (`protection::RouteGate`), a pod
+//! chosen by the route's balancer (by default a consistent hash of the client address,
+//! `ROUTER_TCP_BALANCE_SCHEME=source`) and connected with retries (`balance::Attempts`), the buffered
+//! ClientHello sent first, then the bytes carried both ways by a passthrough relay (`relay`) until both
+//! sides close or the tunnel timeout passes with no traffic.
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use super::splice::{relay, RelayStats};
 use super::HttpsContext;
-use crate::metrics::{BackendOnlyLabels, PassthroughLabels, RefusedLabels, TlsFailureLabels, UpstreamErrorLabels};
-use crate::proxy::MAX_ATTEMPTS;
-use crate::table::Backend;
+use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
+use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels};
+use crate::protection::RouteGate;
+use crate::table::{Backend, Endpoint};
 
 pub async fn relay_to_pod(
     client_stream: TcpStream,
@@ -24,26 +27,24 @@ pub async fn relay_to_pod(
     context: &HttpsContext,
 ) {
     let labels = &backend.labels;
-    let refuse = |reason: &'static str| {
-        debug!(backend = %labels.backend, reason, "passthrough connection refused");
-        context.metrics.refused.get_or_create(&RefusedLabels { backend: labels.backend.clone(), reason }).inc();
+    let gate = RouteGate {
+        backend: &labels.backend,
+        allowlist: backend.policy.allowlist.as_ref(),
+        limiter: backend.limiter.as_ref(),
+        metrics: &context.metrics,
     };
-    if backend.policy.allowlist.as_ref().is_some_and(|list| !list.allows(client.ip())) {
-        return refuse("ip_allowlist");
-    }
     // concurrent-tcp and rate-tcp apply to passthrough; rate-http cannot (no requests are seen).
-    let _ticket = match &backend.limiter {
-        Some(limiter) => match limiter.connect(client.ip(), Instant::now()) {
-            Ok(ticket) => Some(ticket),
-            Err(refused) => return refuse(refused.reason()),
-        },
-        None => None,
+    let _ticket = match gate.admit_connection(client.ip()) {
+        Ok(ticket) => ticket,
+        Err(refused) => {
+            debug!(%refused, "passthrough connection refused");
+            return;
+        }
     };
-    let Some((index, mut pod)) = connect(&backend, client, context).await else {
+    let Some((endpoint, mut pod)) = connect(&backend, client, context).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "no_endpoint" }).inc();
         return;
     };
-    let endpoint = &backend.endpoints[index];
     if let Err(error) = pod.write_all(&hello).await {
         debug!(endpoint = %endpoint.addr, %error, "pod closed before the ClientHello was forwarded");
         return;
@@ -51,7 +52,7 @@ pub async fn relay_to_pod(
     context.metrics.passthrough_connections.get_or_create(&BackendOnlyLabels { backend: labels.backend.clone() }).inc();
     // Counted for leastconn while the connection lasts.
     endpoint.in_flight.enter();
-    let relayed = relay_either(client_stream, pod, backend.policy.tunnel_timeout, context).await;
+    let relayed = context.passthrough_relay.carry(client_stream, pod, backend.policy.tunnel_timeout).await;
     endpoint.in_flight.leave();
     match relayed {
         Ok(stats) => {
@@ -66,45 +67,89 @@ pub async fn relay_to_pod(
     }
 }
 
-/// Relays in the kernel when the sockmap splice is loaded, else (or when it refuses) in userspace.
-async fn relay_either(
-    client: TcpStream,
-    pod: TcpStream,
-    idle: std::time::Duration,
+/// A connection to one of the route's pods, trying others when a connect fails.
+async fn connect<'b>(
+    backend: &'b Backend,
+    client: SocketAddr,
     context: &HttpsContext,
-) -> std::io::Result<RelayStats> {
-    let Some(sockmap) = &context.passthrough_sockmap else { return relay(client, pod, idle).await };
-    match sockmap.relay_in_kernel(client, pod, idle).await {
-        Ok(relayed) => relayed,
-        Err(refused) => {
-            debug!(reason = %refused.reason, "sockmap splice refused; relaying in userspace");
-            relay(refused.client, refused.pod, idle).await
+) -> Option<(&'b Endpoint, TcpStream)> {
+    let attempts = Attempts {
+        backend: &backend.labels.backend,
+        endpoints: backend.endpoints.len(),
+        metrics: &context.metrics,
+        retry_connect: true,
+    };
+    let mut trial = ConnectTrial { backend, client: client.ip(), connect_timeout: context.connect_timeout };
+    let (picked, stream) = attempts.run(&mut trial).await.ok()?;
+    Some((picked.endpoint, stream))
+}
+
+/// A passthrough connection's attempts: the balancer's picks, each connected to.
+struct ConnectTrial<'b> {
+    backend: &'b Backend,
+    client: IpAddr,
+    connect_timeout: Duration,
+}
+
+impl<'b> EndpointTrial for ConnectTrial<'b> {
+    type Picked = PickedPod<'b>;
+    type Served = TcpStream;
+    type Error = PodConnectError;
+
+    async fn pick(&mut self, tried: &[usize]) -> Option<PickedPod<'b>> {
+        let endpoints = &self.backend.endpoints;
+        // Weight 0 takes no new passthrough connections: there is no cookie to keep a session.
+        let index = self.backend.pick(self.client, tried).filter(|i| endpoints[*i].weight > 0)?;
+        Some(PickedPod { index, endpoint: &endpoints[index] })
+    }
+
+    async fn try_endpoint(&mut self, pod: &PickedPod<'b>) -> Result<TcpStream, PodConnectError> {
+        match tokio::time::timeout(self.connect_timeout, TcpStream::connect(pod.endpoint.addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                Ok(stream)
+            }
+            Ok(Err(error)) => Err(PodConnectError::Failed(error)),
+            Err(_) => Err(PodConnectError::TimedOut(self.connect_timeout)),
         }
     }
 }
 
-/// A connection to one of the route's pods, trying others when a connect fails.
-async fn connect(backend: &Backend, client: SocketAddr, context: &HttpsContext) -> Option<(usize, TcpStream)> {
-    let mut tried = Vec::with_capacity(MAX_ATTEMPTS);
-    while tried.len() < MAX_ATTEMPTS.min(backend.endpoints.len()) {
-        // Weight 0 takes no new passthrough connections: there is no cookie to keep a session.
-        let index = backend.pick(client.ip(), &tried).filter(|i| backend.endpoints[*i].weight > 0)?;
-        tried.push(index);
-        let endpoint = &backend.endpoints[index];
-        match tokio::time::timeout(context.connect_timeout, TcpStream::connect(endpoint.addr)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                endpoint.health.mark_up();
-                return Some((index, stream));
-            }
-            result => {
-                let error = result.map_or_else(|_| "connect timed out".to_string(), |r| format!("{:?}", r.err()));
-                warn!(backend = %backend.labels.backend, endpoint = %endpoint.addr, %error, "passthrough connect failed");
-                let labels = UpstreamErrorLabels { backend: backend.labels.backend.clone(), kind: "connect" };
-                context.metrics.upstream_errors.get_or_create(&labels).inc();
-                endpoint.health.mark_down();
-            }
-        }
+/// An endpoint picked for a passthrough connection.
+struct PickedPod<'b> {
+    index: usize,
+    endpoint: &'b Endpoint,
+}
+
+impl PickedEndpoint for PickedPod<'_> {
+    fn index(&self) -> usize {
+        self.index
     }
-    None
+
+    fn addr(&self) -> SocketAddr {
+        self.endpoint.addr
+    }
+
+    fn health(&self) -> &EndpointHealth {
+        &self.endpoint.health
+    }
+}
+
+/// A failed connect to a passthrough route's pod.
+#[derive(Debug, thiserror::Error)]
+enum PodConnectError {
+    #[error("connect: {0}")]
+    Failed(#[source] io::Error),
+    #[error("connect timed out after {0:?}")]
+    TimedOut(Duration),
+}
+
+impl AttemptError for PodConnectError {
+    fn kind(&self) -> &'static str {
+        "connect"
+    }
+
+    fn is_connect(&self) -> bool {
+        true
+    }
 }

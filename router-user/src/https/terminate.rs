@@ -11,8 +11,9 @@ use tracing::debug;
 
 use super::inspect::Inspected;
 use super::HttpsContext;
+use crate::listen::Prefixed;
 use crate::metrics::TlsFailureLabels;
-use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion, Prefixed};
+use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
 use crate::tls::client_cert_headers;
 
 pub async fn serve(

@@ -15,7 +15,7 @@ use tracing::debug;
 use super::client_io::{ClientIo, ConnectionClock};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
-use super::listener::{stop_requested, ClientTimeouts};
+use crate::listen::{stop_requested, ClientTimeouts};
 
 /// While draining an HTTP/2 connection, how often to look whether its last stream has finished.
 const H2_DRAIN_POLL: Duration = Duration::from_millis(100);

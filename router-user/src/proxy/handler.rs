@@ -1,45 +1,43 @@
 //! One HTTP request through the router, in named phases:
 //! 1. check: refuse what must not be forwarded (empty Content-Length) with 400;
 //! 2. route: normalised Host + path (no query) -> backend in the live table, else 503;
-//! 3. protect: the route's IP allowlist and per-client rate limits; a refused client's connection is closed
-//!    without an answer, as HAProxy's `tcp-request content reject` does;
+//! 3. protect: the route's IP allowlist and per-client rate limits (`protection::RouteGate`); a refused
+//!    client's connection is closed without an answer, as HAProxy's `tcp-request content reject` does;
 //! 4. rewrite: headers (see `rewrite`), sticky cookie hidden from the pod, `rewrite-target`;
 //! 5. forward: the sticky endpoint or the balancer's pick, retrying another endpoint after a failed connect
-//!    when the request has no body; all failed -> 503, no answer in time -> 504, broken exchange -> 502;
+//!    when the request has no body (`balance::Attempts`); all failed -> 503, no answer in time -> 504, broken
+//!    exchange -> 502;
 //! 6. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
-//!    spliced into a tunnel, counted.
+//!    handed to the tunnel, counted.
 
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::Either;
 use hyper::body::{Body, Incoming};
 use hyper::upgrade::OnUpgrade;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::forwarded::ConnectionInfo;
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
+use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
-use super::tunnel::{tunnel, PodSide};
-use super::upstream::{PodResponseBody, Upstream, UpstreamError, Via};
-use crate::metrics::{BackendLabels, Metrics, RefusedLabels, UpstreamErrorLabels};
+use super::upgrade::{tunnel_upgraded, PodSide};
+use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use crate::balance::{Attempts, GaveUp};
+use crate::metrics::{BackendLabels, Metrics};
 use crate::policy::header_actions;
-use crate::protection::ConnectionTicket;
+use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
 const X_FORWARDED_PROTO_VERSION: HeaderName = HeaderName::from_static("x-forwarded-proto-version");
-
-/// At most this many endpoints are tried for one request or passthrough connection (HAProxy: `retries 3` with
-/// `option redispatch`).
-pub const MAX_ATTEMPTS: usize = 3;
 
 /// Router-wide proxy settings.
 #[derive(Clone, Debug, Default)]
@@ -63,26 +61,17 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
-    tickets: Mutex<Vec<(usize, ConnectionTicket)>>,
+    tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), tickets: Mutex::new(Vec::new()) }
+        Self { info, tls_headers: Vec::new(), tickets: ConnectionTickets::default() }
     }
 
     fn is_tls(&self) -> bool {
         self.info.proto == "https"
     }
-}
-
-/// The router closes the connection without answering.
-#[derive(Debug, thiserror::Error)]
-#[error("client {client} refused by {backend}: {reason}")]
-pub struct RefusedConnection {
-    client: IpAddr,
-    backend: Arc<str>,
-    reason: &'static str,
 }
 
 impl HttpProxy {
@@ -162,28 +151,13 @@ impl HttpProxy {
 
     /// The allowlist and rate limits of the route; an error closes the client's connection.
     fn protect(&self, backend: &Backend, connection: &ClientConnection) -> Result<(), RefusedConnection> {
-        let client = connection.info.client.ip();
-        let refuse = |reason: &'static str| {
-            self.metrics
-                .refused
-                .get_or_create(&RefusedLabels { backend: backend.labels.backend.clone(), reason })
-                .inc();
-            Err(RefusedConnection { client, backend: backend.labels.backend.clone(), reason })
+        let gate = RouteGate {
+            backend: &backend.labels.backend,
+            allowlist: backend.policy.allowlist.as_ref(),
+            limiter: backend.limiter.as_ref(),
+            metrics: &self.metrics,
         };
-        if backend.policy.allowlist.as_ref().is_some_and(|list| !list.allows(client)) {
-            return refuse("ip_allowlist");
-        }
-        let Some(limiter) = &backend.limiter else { return Ok(()) };
-        let now = Instant::now();
-        let mut tickets = connection.tickets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !tickets.iter().any(|(id, _)| *id == limiter.id()) {
-            match limiter.connect(client, now) {
-                Ok(ticket) => tickets.push((limiter.id(), ticket)),
-                Err(refused) => return refuse(refused.reason()),
-            }
-        }
-        drop(tickets);
-        limiter.request(client, now).or_else(|refused| refuse(refused.reason()))
+        gate.admit_request(connection.info.client.ip(), &connection.tickets)
     }
 
     async fn forward(
@@ -196,7 +170,7 @@ impl HttpProxy {
         let client_upgrade: Option<OnUpgrade> = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
         let cookie = backend.policy.cookie.as_ref();
         let client_cookie = cookie.and_then(|c| cookie_value(request.headers(), &c.name));
-        let mut sticky = client_cookie.as_deref().and_then(|value| backend.by_cookie(value));
+        let sticky = client_cookie.as_deref().and_then(|value| backend.by_cookie(value));
         if let Some(cookie) = cookie {
             remove_cookie(request.headers_mut(), &cookie.name);
         }
@@ -206,72 +180,32 @@ impl HttpProxy {
         let (parts, body) = request.into_parts();
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
-        let mut body = if retryable { None } else { Some(body) };
-        let mut tried = Vec::with_capacity(MAX_ATTEMPTS);
-
-        while tried.len() < MAX_ATTEMPTS.min(backend.endpoints.len()) {
-            let chosen = match sticky.take().and_then(|index| EndpointLease::take(backend, index)) {
-                Some(lease) => Some(lease),
-                None => self.lease(backend, client, &tried).await,
-            };
-            let Some(lease) = chosen else { break };
-            tried.push(lease.index());
-            let endpoint = lease.endpoint();
-            let via = match (&backend.reencrypt, endpoint.h2c) {
-                (Some(reencrypt), _) => Via::Reencrypt(reencrypt),
-                (None, true) => Via::H2c,
-                (None, false) => Via::Http1,
-            };
-            match self.upstream.send(endpoint.addr, &parts, body.take(), via, backend.policy.server_timeout).await {
-                Ok(response) => {
-                    endpoint.health.mark_up();
-                    let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
-                    if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
-                        response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
-                    }
-                    return response;
+        let attempts = Attempts {
+            backend: &backend.labels.backend,
+            endpoints: backend.endpoints.len(),
+            metrics: &self.metrics,
+            retry_connect: retryable,
+        };
+        let mut trial = RequestTrial {
+            backend,
+            client,
+            sticky,
+            queue_timeout: self.options.queue_timeout,
+            upstream: &self.upstream,
+            parts: &parts,
+            body: if retryable { None } else { Some(body) },
+        };
+        match attempts.run(&mut trial).await {
+            Ok((lease, response)) => {
+                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
+                if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
+                    response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
-                Err(error) => {
-                    let labels = UpstreamErrorLabels { backend: backend.labels.backend.clone(), kind: error.kind() };
-                    self.metrics.upstream_errors.get_or_create(&labels).inc();
-                    warn!(backend = %backend.labels.backend, endpoint = %endpoint.addr, %error, "upstream failed");
-                    match error {
-                        UpstreamError::Connect(_) => {
-                            endpoint.health.mark_down();
-                            if retryable {
-                                continue;
-                            }
-                            return self.unavailable();
-                        }
-                        UpstreamError::Timeout(_) => return gateway_error(StatusCode::GATEWAY_TIMEOUT),
-                        UpstreamError::Exchange(_) => return gateway_error(StatusCode::BAD_GATEWAY),
-                    }
-                }
+                response
             }
-        }
-        self.unavailable()
-    }
-
-    /// The balancer's pick, waiting up to the queue timeout when every endpoint is at its concurrency cap.
-    async fn lease(&self, backend: &Arc<Backend>, client: IpAddr, tried: &[usize]) -> Option<EndpointLease> {
-        let deadline = tokio::time::Instant::now() + self.options.queue_timeout;
-        loop {
-            let freed = backend.endpoints.iter().find_map(|e| e.slots.as_ref()).map(|slots| slots.freed());
-            let notified = freed.as_ref().map(|notify| notify.notified());
-            if let Some(index) = backend.pick(client, tried) {
-                if let Some(lease) = EndpointLease::take(backend, index) {
-                    return Some(lease);
-                }
-            }
-            let capped = backend
-                .endpoints
-                .iter()
-                .enumerate()
-                .any(|(i, e)| !tried.contains(&i) && e.weight > 0 && e.slots.is_some());
-            let notified = notified.filter(|_| capped)?;
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return None;
-            }
+            Err(GaveUp::Failed(UpstreamError::Timeout(_))) => gateway_error(StatusCode::GATEWAY_TIMEOUT),
+            Err(GaveUp::Failed(UpstreamError::Exchange(_))) => gateway_error(StatusCode::BAD_GATEWAY),
+            Err(GaveUp::Failed(UpstreamError::Connect(_)) | GaveUp::Exhausted) => self.unavailable(),
         }
     }
 
@@ -289,7 +223,7 @@ impl HttpProxy {
                     Some(upgrade) => PodSide::Direct(upgrade),
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
-                tokio::spawn(tunnel(client_side, pod_side, backend.policy.tunnel_timeout));
+                tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
                 return response.map(|body| Either::Left(LeasedBody::new(body, None)));
             }
         }

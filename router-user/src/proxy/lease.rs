@@ -1,6 +1,8 @@
 //! An endpoint in use by one request: counted in flight (least-connections, random's second draw) and
-//! holding a `pod-concurrent-connections` slot, from the pick until the response body is finished.
+//! holding a `pod-concurrent-connections` slot, from the pick until the response body is finished; it is
+//! what `balance::Attempts` tries for a request.
 
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -9,7 +11,7 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
 use super::upstream::PodResponseBody;
-
+use crate::balance::{EndpointHealth, PickedEndpoint};
 use crate::table::{Backend, Endpoint};
 
 pub struct EndpointLease {
@@ -36,6 +38,20 @@ impl EndpointLease {
 
     pub fn index(&self) -> usize {
         self.index
+    }
+}
+
+impl PickedEndpoint for EndpointLease {
+    fn index(&self) -> usize {
+        EndpointLease::index(self)
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.endpoint().addr
+    }
+
+    fn health(&self) -> &EndpointHealth {
+        &self.endpoint().health
     }
 }
 

@@ -1,29 +1,33 @@
-//! The HTTP listener (:80): accept, route by Host and path, forward to pods, answer for failures.
+//! HTTP serving: the :80 listener's connections, and the requests of :443 connections that `https`
+//! terminated. Each request is routed by Host and path, rewritten, forwarded to a pod and answered, with the
+//! router's own answers for failures. Accepting connections is `listen`'s job; an upgraded exchange's bytes
+//! go to `relay`'s tunnel.
 
+// The client side: a connection's HTTP (1.1 or 2), its timers, and each request's phases.
 mod client_io;
 mod coalesced_writes;
 mod connection;
-mod forwarded;
 mod handler;
-mod headers;
-mod lease;
 mod listener;
-mod pod;
-mod prefixed;
-mod proxy_protocol;
+mod upgrade;
+
+// The request policy: rewriting for the pod, forwarded headers, the sticky cookie, the router's own answers.
+mod forwarded;
+mod headers;
 mod response;
 mod rewrite;
 mod sticky;
-mod tunnel;
+
+// The pod side: the endpoints a request tries, the one it holds, and the way to a pod (own HTTP/1.1
+// client, h2c and reencrypt through hyper).
+mod lease;
+mod pod;
+mod request_trial;
 mod upstream;
-mod upstream_tls;
 
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
-pub use handler::{ClientConnection, HttpProxy, ProxyOptions, MAX_ATTEMPTS};
-pub use listener::{accept_loop, client_of, serve_http, stop_requested, ClientTimeouts};
-pub use prefixed::Prefixed;
-pub use proxy_protocol::{read_proxy_header, ProxyHeader, ProxyProtocolError};
+pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
+pub use listener::serve_http;
 pub use response::{ErrorFile, ProxyBody};
 pub use upstream::{Upstream, Via};
-pub use upstream_tls::ReencryptUpstream;

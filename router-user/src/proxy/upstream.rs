@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{request, Request, Response, Uri, Version};
 use http_body_util::{Either, Empty};
 use hyper::body::Incoming;
@@ -14,16 +13,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::pod::{PodBody, PodClient, PodError};
-use super::upstream_tls::ReencryptUpstream;
-
-/// A request body on its way to a pod over hyper's client: the client's stream, or nothing.
-pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
+use crate::balance::AttemptError;
+use crate::tls::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
 
 /// A pod's response body: from hyper's client (h2c, reencrypt) or the router's HTTP/1.1 client.
 pub type PodResponseBody = Either<Incoming, PodBody>;
-
-/// Idle pooled connections to pods are closed after this long.
-pub(super) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -37,14 +31,17 @@ pub enum UpstreamError {
     Exchange(#[source] BoxError),
 }
 
-impl UpstreamError {
-    /// Metric label for the failure.
-    pub fn kind(&self) -> &'static str {
+impl AttemptError for UpstreamError {
+    fn kind(&self) -> &'static str {
         match self {
             UpstreamError::Connect(_) => "connect",
             UpstreamError::Timeout(_) => "timeout",
             UpstreamError::Exchange(_) => "response",
         }
+    }
+
+    fn is_connect(&self) -> bool {
+        matches!(self, UpstreamError::Connect(_))
     }
 }
 
@@ -69,14 +66,14 @@ impl Upstream {
         connector.set_nodelay(true);
         connector.enforce_http(true);
         let h2c = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             // The Host header is the client's, never the pod address.
             .set_host(false)
             .http2_only(true)
             .build(connector);
-        Self { http1: PodClient::new(connect_timeout, POOL_IDLE_TIMEOUT), h2c }
+        Self { http1: PodClient::new(connect_timeout, POD_POOL_IDLE_TIMEOUT), h2c }
     }
 
     /// Sends the request (`parts` as rewritten for the pod, `body` the client's unless it had none) to `addr`
@@ -106,7 +103,7 @@ impl Upstream {
         *request.uri_mut() = upstream_uri(addr, &parts.uri);
         *request.version_mut() = if matches!(via, Via::H2c) { Version::HTTP_2 } else { Version::HTTP_11 };
         let sent = match via {
-            Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.client.request(request)).await,
+            Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.request(request)).await,
             _ => tokio::time::timeout(server_timeout, self.h2c.request(request)).await,
         };
         match sent {

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use crate::proxy::ReencryptUpstream;
 use crate::tls::CertStore;
+use crate::tls::ReencryptUpstream;
 
 use arc_swap::ArcSwap;
 

@@ -13,7 +13,7 @@ use rustls::RootCertStore;
 use super::Termination;
 use crate::admission::{Admitted, Rejection};
 use crate::model::{ObjectKey, Snapshot, TlsConfig};
-use crate::proxy::ReencryptUpstream;
+use crate::tls::ReencryptUpstream;
 use crate::tls::{destination_ca, reencrypt_tls, CertCache};
 
 /// Router-wide TLS inputs of a table build.

@@ -1,6 +1,7 @@
 //! Certificates and rustls configurations: route certificates checked like the OpenShift router's extended
 //! validation, the default certificate, the per-table certificate store that :443 serves from, the server
-//! configurations (versions, ciphers, ALPN, client certificates) and the reencrypt client configurations.
+//! configurations (versions, ciphers, ALPN, client certificates), and reencrypt: the client configurations
+//! and each route's pool of TLS connections to its pods.
 
 mod base64;
 mod cert_cache;
@@ -12,6 +13,7 @@ mod default_cert;
 mod pem;
 mod pod_verifier;
 mod policy;
+mod reencrypt_pool;
 mod server_config;
 mod sha1;
 mod store;
@@ -26,6 +28,7 @@ pub use certs::{destination_ca, route_certificate};
 pub use client_cert::client_cert_headers;
 pub use default_cert::{default_certificate, fingerprint};
 pub use policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+pub use reencrypt_pool::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
 pub use server_config::ServerConfigs;
 pub use store::{CertChoice, CertStore};
 pub use upstream_config::{load_ca_bundle, reencrypt_tls, ReencryptTls, Verification};

@@ -6,6 +6,8 @@
 //! setting replaces that list with a fixed one (for a node whose nodePort traffic arrives for
 //! addresses held elsewhere, e.g. on a loopback or dummy interface).
 
+#![allow(unsafe_code)]
+
 use std::{ffi::CStr, io, net::IpAddr};
 
 /// The addresses currently on interface `iface`, sorted and without duplicates.

@@ -1,6 +1,8 @@
 //! The bpf filesystem: mounting it at `/sys/fs/bpf` when nothing is mounted there, and the
 //! router's pin directory (created on attach, removed on drop together with the pins in it).
 
+#![allow(unsafe_code)]
+
 use std::{
     ffi::CString,
     fs, io,

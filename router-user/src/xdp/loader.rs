@@ -3,6 +3,8 @@
 //! options), attach `xdp_front` in the requested mode and `nat_reverse` on TC egress, and pin
 //! every map as `<pin_dir>/<MAP_NAME>`.
 
+#![allow(unsafe_code)]
+
 use std::{
     ffi::CString,
     time::{Duration, Instant},

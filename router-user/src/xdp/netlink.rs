@@ -2,6 +2,8 @@
 //! (`RTM_GETLINK`, attribute `IFLA_XDP`). This sees programs attached by any means: a `bpf_link`,
 //! `ip link set xdp`, libbpf or another router.
 
+#![allow(unsafe_code)]
+
 use std::{
     io,
     os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd},

@@ -3,6 +3,8 @@
 //! code the router runs; rewritten packets are checked field by field and their checksums
 //! recomputed from scratch.
 
+#![allow(unsafe_code)]
+
 use std::{
     collections::BTreeSet,
     net::{IpAddr, SocketAddr},

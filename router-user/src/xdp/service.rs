@@ -13,6 +13,8 @@
 //! - the health check's local endpoint count is the largest number of distinct local addresses of
 //!   one family (a dual-stack pod counts once).
 
+#![allow(unsafe_code)]
+
 use std::{
     collections::BTreeSet,
     net::{IpAddr, SocketAddr},

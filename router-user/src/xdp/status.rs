@@ -6,6 +6,8 @@
 //! router's, and the interfaces of this network namespace are asked over rtnetlink which of them
 //! runs `xdp_front` (and in which mode) and over tcx which runs `nat_reverse` on egress.
 
+#![allow(unsafe_code)]
+
 use std::{
     ffi::{CStr, OsString},
     path::{Path, PathBuf},

@@ -14,6 +14,8 @@
 //! its endpoint is no longer a local endpoint of that nodePort. The LRU maps also evict the least
 //! recently used entries by themselves when full.
 
+#![allow(unsafe_code)]
+
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
     net::IpAddr,

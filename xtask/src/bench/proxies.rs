@@ -204,10 +204,10 @@ fn router_env(default_certificate: &Path, tls_resumption: bool, sockmap: bool) -
     env
 }
 
-/// The router's log target of the sockmap splice (`router::https::sockmap`), whose start line says whether it loaded.
-const SOCKMAP_LOG_TARGET: &str = "router::https::sockmap";
-/// What that line says when the splice is on.
-pub const SOCKMAP_LOADED: &str = "passthrough sockmap splice loaded";
+/// The router's log target of the sockmap relay (`router::relay::sockmap`), whose start line says whether it loaded.
+const SOCKMAP_LOG_TARGET: &str = "router::relay::sockmap";
+/// What that line says when the sockmap relay is on.
+pub const SOCKMAP_LOADED: &str = "passthrough sockmap relay loaded";
 
 fn router_args(manifests: &Path, http_port: u16, https_port: u16, stats_port: u16) -> Vec<String> {
     vec![

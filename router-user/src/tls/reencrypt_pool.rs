@@ -1,5 +1,6 @@
 //! Reencrypt: TLS from the router to the pods of one route, with that route's verification (see
-//! `tls::reencrypt_tls`), over a pooled keep-alive client of its own.
+//! `reencrypt_tls`), over a pooled keep-alive client of its own. The route table keeps one per route, so
+//! that its connections outlive table rebuilds; the proxy sends requests through it.
 
 use std::future::Future;
 use std::io;
@@ -7,20 +8,28 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::Uri;
+use bytes::Bytes;
+use http::{Request, Uri};
+use http_body_util::{Either, Empty};
+use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tracing::warn;
 
-use super::upstream::{UpstreamBody, POOL_IDLE_TIMEOUT};
-use crate::tls::{ReencryptTls, Verification};
+use super::upstream_config::{ReencryptTls, Verification};
+
+/// A request body on its way to a pod over hyper's client: the client's stream, or nothing.
+pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
+
+/// Idle pooled connections to pods are closed after this long.
+pub const POD_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// One reencrypt route's way to its pods.
 pub struct ReencryptUpstream {
-    pub(super) client: Client<PodTlsConnector, UpstreamBody>,
+    client: Client<PodTlsConnector, UpstreamBody>,
 }
 
 impl std::fmt::Debug for ReencryptUpstream {
@@ -40,12 +49,17 @@ impl ReencryptUpstream {
         let connector =
             PodTlsConnector { tcp, tls: tokio_rustls::TlsConnector::from(tls.config), name: tls.server_name };
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .set_host(false)
             .build(connector);
         Self { client }
+    }
+
+    /// Sends `request` (its URI naming the pod) on a pooled TLS connection, or a new one.
+    pub fn request(&self, request: Request<UpstreamBody>) -> ResponseFuture {
+        self.client.request(request)
     }
 }
 

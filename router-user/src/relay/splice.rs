@@ -1,33 +1,27 @@
-//! The TLS passthrough relay: bytes both ways between client and pod with splice(2) through one pipe per
-//! direction (socket -> pipe -> socket, never through userspace), with half-close, reset propagation and an
-//! idle timeout (HAProxy's `timeout tunnel`). Without pipes it copies through a userspace buffer instead.
+//! The splice(2) relay, the passthrough relay run by userspace: bytes both ways between client and pod with
+//! splice(2) through one pipe per direction (socket -> pipe -> socket, the bytes never copied into
+//! userspace), with half-close, reset propagation and an idle timeout (HAProxy's `timeout tunnel`). Without
+//! pipes it copies through a userspace buffer instead.
 //!
 //! Splicing into a socket whose peer is gone raises SIGPIPE; the Rust runtime ignores SIGPIPE, so the call
 //! fails with EPIPE instead.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-use tokio::time::Instant;
 use tracing::debug;
+
+use super::idle::IdleTracker;
+use super::sys::{self, splice};
+use super::RelayStats;
 
 /// Bytes asked of one splice(2) call; the pipe's capacity (64 KiB by default) bounds what moves.
 const SPLICE_LEN: usize = 1 << 20;
 /// Bytes of the userspace buffer per direction when pipes are not available.
 const COPY_BUFFER: usize = 64 * 1024;
-
-/// Bytes relayed, counted when written to the receiving side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RelayStats {
-    /// Client to pod.
-    pub to_pod: u64,
-    /// Pod to client.
-    pub to_client: u64,
-}
 
 /// Relays bytes between `client` and `pod` until both directions have ended.
 ///
@@ -39,7 +33,7 @@ pub struct RelayStats {
 ///
 /// Uses splice(2) through a pipe per direction; if the pipes cannot be made (descriptor limits), copies
 /// through a userspace buffer with the same behaviour.
-pub async fn relay(client: TcpStream, pod: TcpStream, idle_timeout: Duration) -> io::Result<RelayStats> {
+pub async fn splice_relay(client: TcpStream, pod: TcpStream, idle_timeout: Duration) -> io::Result<RelayStats> {
     let channels = match (Pipe::new(), Pipe::new()) {
         (Ok(up), Ok(down)) => (Channel::Pipe(up), Channel::Pipe(down)),
         (Err(error), _) | (_, Err(error)) => {
@@ -57,19 +51,18 @@ async fn run(
     idle_timeout: Duration,
     (mut up, mut down): (Channel, Channel),
 ) -> io::Result<RelayStats> {
-    let activity = Activity::new();
+    let idle = IdleTracker::new();
     let result = {
-        let both = async {
-            tokio::try_join!(pump(&client, &pod, &mut up, &activity), pump(&pod, &client, &mut down, &activity))
-        };
+        let both =
+            async { tokio::try_join!(pump(&client, &pod, &mut up, &idle), pump(&pod, &client, &mut down, &idle)) };
         tokio::pin!(both);
         loop {
             tokio::select! {
                 result = &mut both => {
                     break result.map(|(to_pod, to_client)| RelayStats { to_pod, to_client });
                 }
-                () = tokio::time::sleep_until(activity.last() + idle_timeout) => {
-                    if activity.last() + idle_timeout <= Instant::now() {
+                () = tokio::time::sleep_until(idle.deadline(idle_timeout)) => {
+                    if idle.expired(idle_timeout) {
                         break Err(io::Error::new(io::ErrorKind::TimedOut, "no bytes either way within the tunnel timeout"));
                     }
                 }
@@ -91,14 +84,14 @@ async fn run(
 
 /// Moves bytes from `from` to `to` through `channel` until `from` sends FIN, then half-closes `to`.
 /// Returns the bytes written to `to`.
-async fn pump(from: &TcpStream, to: &TcpStream, channel: &mut Channel, activity: &Activity) -> io::Result<u64> {
+async fn pump(from: &TcpStream, to: &TcpStream, channel: &mut Channel, idle: &IdleTracker) -> io::Result<u64> {
     let mut moved = 0u64;
     loop {
         if channel.is_empty() {
             from.readable().await?;
             match channel.fill(from) {
                 Ok(0) => break,
-                Ok(_) => activity.touch(),
+                Ok(_) => idle.touch(),
                 Err(e) if retry(&e) => {}
                 Err(e) => return Err(e),
             }
@@ -108,14 +101,14 @@ async fn pump(from: &TcpStream, to: &TcpStream, channel: &mut Channel, activity:
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "socket took no bytes")),
                 Ok(n) => {
                     moved += n as u64;
-                    activity.touch();
+                    idle.touch();
                 }
                 Err(e) if retry(&e) => {}
                 Err(e) => return Err(e),
             }
         }
     }
-    shutdown_write(to.as_fd())?;
+    sys::shutdown_write(to.as_fd())?;
     Ok(moved)
 }
 
@@ -188,69 +181,8 @@ struct Pipe {
 
 impl Pipe {
     fn new() -> io::Result<Pipe> {
-        let mut fds: [libc::c_int; 2] = [-1, -1];
-        // SAFETY: `fds` is a writable array of two c_ints, which is what pipe2 fills; the flags are valid.
-        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let [read, write] = fds;
-        // SAFETY: pipe2 succeeded, so both descriptors are open, and nothing else owns them.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(read), OwnedFd::from_raw_fd(write)) };
+        let (read, write) = sys::pipe()?;
         Ok(Pipe { read, write, held: 0 })
-    }
-}
-
-/// One splice(2) call of up to `len` bytes, non-blocking on the pipe side.
-fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
-    // SAFETY: both descriptors are borrowed from live owners, so they stay open for the call; null offsets
-    // are what splice takes for pipes and sockets; no memory of ours is passed.
-    let n = unsafe {
-        libc::splice(
-            from.as_raw_fd(),
-            std::ptr::null_mut(),
-            to.as_raw_fd(),
-            std::ptr::null_mut(),
-            len,
-            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
-        )
-    };
-    usize::try_from(n).map_err(|_| io::Error::last_os_error())
-}
-
-/// Sends FIN on `socket` (shutdown(SHUT_WR)); a socket the peer already reset counts as done.
-fn shutdown_write(socket: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: the descriptor is borrowed from a live socket, so it is open for the call.
-    let rc = unsafe { libc::shutdown(socket.as_raw_fd(), libc::SHUT_WR) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::ENOTCONN) {
-        return Ok(());
-    }
-    Err(error)
-}
-
-/// When a byte last moved either way, shared by both directions.
-struct Activity {
-    started: Instant,
-    /// Milliseconds from `started` to the last byte moved.
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity { started: Instant::now(), last_ms: AtomicU64::new(0) }
-    }
-
-    fn touch(&self) {
-        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn last(&self) -> Instant {
-        self.started + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
     }
 }
 
@@ -295,7 +227,7 @@ mod tests {
         (connected.expect("connect"), accepted.expect("accept").0)
     }
 
-    /// `mode` `None` goes through the public [`relay`].
+    /// `mode` `None` goes through the public [`splice_relay`].
     async fn setup(mode: Option<Mode>, idle: Duration) -> Setup {
         let front = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let backend = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -303,7 +235,7 @@ mod tests {
         let (router_pod, pod) = connected_pair(&backend, backend.local_addr().expect("addr")).await;
         let relay = match mode {
             Some(mode) => tokio::spawn(run(router_client, router_pod, idle, channels(mode))),
-            None => tokio::spawn(relay(router_client, router_pod, idle)),
+            None => tokio::spawn(splice_relay(router_client, router_pod, idle)),
         };
         Setup { client, pod, relay }
     }

@@ -1,9 +1,16 @@
-//! The socket facts and knobs the kernel splice needs (cookie, queue sizes, TCP counters, the data-ready
-//! kick, half-close, reset) and a small epoll set that reports only hang-ups and errors.
+//! The relays' raw system calls, the one place in them that needs `unsafe`: splice(2) and pipes for the
+//! splice(2) relay; the socket facts and knobs the sockmap relay needs (cookie, queue sizes, TCP counters,
+//! the data-ready kick) and its epoll set that reports only hang-ups and errors; half-close and reset for
+//! both.
+
+#![allow(unsafe_code)]
 
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 /// `SO_COOKIE` (asm-generic/socket.h): the socket's 64-bit cookie.
 const SO_COOKIE: libc::c_int = 57;
@@ -63,7 +70,7 @@ fn ioctl_int(fd: BorrowedFd<'_>, request: libc::Ioctl) -> io::Result<u64> {
     Ok(u64::try_from(value).unwrap_or(0))
 }
 
-/// The socket's cookie: the key it has in the splice maps.
+/// The socket's cookie: the key it has in the sockmap relay's maps.
 pub(super) fn cookie(fd: BorrowedFd<'_>) -> io::Result<u64> {
     let mut value: u64 = 0;
     let mut len = size_of::<u64>() as libc::socklen_t;
@@ -139,9 +146,10 @@ fn setsockopt_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, val
     Ok(())
 }
 
-/// Sends FIN (shutdown(SHUT_WR)); a connection that is already gone counts as done.
+/// Sends FIN (shutdown(SHUT_WR)); a connection that is already gone (or was reset by its peer) counts as
+/// done.
 pub(super) fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: the descriptor is borrowed from a live socket.
+    // SAFETY: the descriptor is borrowed from a live socket, so it is open for the call.
     let rc = unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) };
     if rc == 0 {
         return Ok(());
@@ -207,7 +215,7 @@ pub(super) struct Event {
 }
 
 /// A level-triggered epoll set watching sockets for FIN (only while asked), errors and hang-ups, never for
-/// data: the splice moves data in the kernel, and its wake-ups must not reach userspace.
+/// data: the sockmap relay moves data in the kernel, and its wake-ups must not reach userspace.
 pub(super) struct Epoll {
     fd: OwnedFd,
 }
@@ -227,6 +235,13 @@ impl Epoll {
         }
         // SAFETY: epoll_create1 succeeded, so `fd` is an open descriptor that nothing else owns.
         Ok(Epoll { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// The set registered with the runtime, which then reports when events are pending.
+    pub(super) fn into_async(self) -> io::Result<AsyncFd<Epoll>> {
+        // SAFETY: `Epoll` owns its descriptor and never changes or closes it while alive, so it stays the same
+        // open epoll instance for the AsyncFd's whole life.
+        unsafe { AsyncFd::register_with_interest(self, Interest::READABLE) }.map_err(io::Error::from)
     }
 
     fn ctl(&self, op: libc::c_int, socket: BorrowedFd<'_>, token: u64, read_closed: bool) -> io::Result<()> {
@@ -278,4 +293,60 @@ pub(super) fn recv_now(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> 
     // SAFETY: `buf` is writable for its length; the descriptor is borrowed from a live socket.
     let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// A non-blocking pipe: (read end, write end).
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds: [libc::c_int; 2] = [-1, -1];
+    // SAFETY: `fds` is a writable array of two c_ints, which is what pipe2 fills; the flags are valid.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let [read, write] = fds;
+    // SAFETY: pipe2 succeeded, so both descriptors are open, and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(read), OwnedFd::from_raw_fd(write)) })
+}
+
+/// One splice(2) call of up to `len` bytes, non-blocking on the pipe side.
+pub(super) fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    // SAFETY: both descriptors are borrowed from live owners, so they stay open for the call; null offsets
+    // are what splice takes for pipes and sockets; no memory of ours is passed.
+    let n = unsafe {
+        libc::splice(
+            from.as_raw_fd(),
+            std::ptr::null_mut(),
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+        )
+    };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// Whether this process runs as root (the sockmap relay's tests need it).
+#[cfg(test)]
+pub(super) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// User plus system CPU seconds of `who` (`RUSAGE_SELF` or `RUSAGE_THREAD`), for the throughput benchmark.
+#[cfg(test)]
+pub(super) fn cpu_seconds(who: libc::c_int) -> f64 {
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a writable rusage; `who` is RUSAGE_SELF or RUSAGE_THREAD.
+    unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
+    // SAFETY: zero-initialised and filled by the kernel; every bit pattern is valid.
+    let usage = unsafe { usage.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Clock ticks per second, the unit of /proc/stat.
+#[cfg(test)]
+pub(super) fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
 }

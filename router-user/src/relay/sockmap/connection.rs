@@ -1,4 +1,4 @@
-//! One spliced connection: setting the splice up (or refusing), then watching both sockets for FIN, errors
+//! One connection in the sockmap relay: handing it to the program (or refusing), then watching both sockets for FIN, errors
 //! and idleness until both directions have ended. The steps and why they are ordered so are in the parent
 //! module's comment.
 
@@ -6,21 +6,21 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::maps::SpliceMaps;
-use super::sys::{self, Epoll};
+use super::maps::RedirectMaps;
 use super::Refused;
-use crate::https::splice::RelayStats;
+use crate::relay::idle::IdleTracker;
+use crate::relay::sys::{self, Epoll};
+use crate::relay::RelayStats;
 
-/// Bytes per read while moving what was queued before the splice.
+/// Bytes per read while moving what was queued before the program took over.
 const DRAIN_BUFFER: usize = 16 * 1024;
 /// First and longest pause between checks that a direction's bytes have all reached the peer.
 const FLUSH_FIRST: Duration = Duration::from_millis(1);
 const FLUSH_MAX: Duration = Duration::from_millis(50);
-/// Longest wait for redirected bytes to reach the peer when the splice is abandoned during set-up.
+/// Longest wait for redirected bytes to reach the peer when the hand-over is abandoned during set-up.
 const UNDO_WAIT: Duration = Duration::from_secs(2);
 /// Shortest interval between idle checks (the interval is an eighth of the idle timeout, so a connection
 /// is closed at most 12.5% later than its timeout).
@@ -37,14 +37,14 @@ struct Direction {
     /// `sys::bytes_written` of the receiver before any of this direction's bytes.
     receiver_base: u64,
     /// The sender is in `SPLICE_SOCKS`.
-    spliced: bool,
+    redirecting: bool,
     /// FIN seen from the sender.
     eof: bool,
     /// FIN passed on to the receiver.
     done: bool,
 }
 
-/// How set-up ended when it did not start the splice.
+/// How set-up ended when it did not hand the connection to the program.
 enum SetupEnd {
     /// Hand both connections back.
     Refuse(io::Error),
@@ -54,7 +54,7 @@ enum SetupEnd {
 
 /// Removes every entry of both sockets when dropped, on every exit path.
 struct Entries<'a> {
-    maps: &'a SpliceMaps,
+    maps: &'a RedirectMaps,
     cookies: Vec<u64>,
 }
 
@@ -67,7 +67,7 @@ impl Drop for Entries<'_> {
 }
 
 pub(super) async fn run(
-    maps: &SpliceMaps,
+    maps: &RedirectMaps,
     client: TcpStream,
     pod: TcpStream,
     idle_timeout: Duration,
@@ -110,13 +110,13 @@ pub(super) async fn run(
     Ok(result.map(|()| stats))
 }
 
-fn counted(maps: &SpliceMaps, cookie: u64) -> u64 {
+fn counted(maps: &RedirectMaps, cookie: u64) -> u64 {
     maps.redirected(cookie).unwrap_or(0)
 }
 
 /// Steps 1 and 2 of the parent module's comment. `dirs` is filled as far as set-up got.
 async fn setup(
-    maps: &SpliceMaps,
+    maps: &RedirectMaps,
     entries: &mut Entries<'_>,
     dirs: &mut [Direction; 2],
     streams: [&TcpStream; 2],
@@ -146,15 +146,15 @@ async fn setup(
         dirs[i].receiver_base = sys::bytes_written(to.as_fd()).map_err(|e| refuse("send counters", e))?;
         dirs[i].drained = drain(from, to, &mut dirs[i]).await?;
         dirs[i].consumed = sys::bytes_consumed(from.as_fd()).map_err(|e| refuse("receive counters", e))?;
-        maps.add_spliced(cookies[i], from.as_fd()).map_err(map_refuse)?;
-        dirs[i].spliced = true;
+        maps.start_redirect(cookies[i], from.as_fd()).map_err(map_refuse)?;
+        dirs[i].redirecting = true;
         sys::kick(from.as_fd()).map_err(|e| refuse("SO_RCVLOWAT", e))?;
     }
     Ok(())
 }
 
 /// Moves the bytes queued on `from` to `to` in userspace; returns how many. A FIN already queued refuses
-/// the splice (the kernel does not take half-closed sockets); the userspace relay reads it again.
+/// the hand-over (the kernel does not take half-closed sockets); the splice(2) relay reads it again.
 async fn drain(from: &TcpStream, to: &TcpStream, dir: &mut Direction) -> Result<u64, SetupEnd> {
     let mut buf = vec![0u8; DRAIN_BUFFER];
     let mut moved = 0u64;
@@ -162,7 +162,10 @@ async fn drain(from: &TcpStream, to: &TcpStream, dir: &mut Direction) -> Result<
         let n = match sys::recv_now(from.as_fd(), &mut buf) {
             Ok(0) => {
                 dir.drained = moved;
-                return Err(SetupEnd::Refuse(io::Error::new(io::ErrorKind::UnexpectedEof, "FIN before the splice")));
+                return Err(SetupEnd::Refuse(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "FIN before the hand-over to the program",
+                )));
             }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(moved),
@@ -183,15 +186,15 @@ async fn drain(from: &TcpStream, to: &TcpStream, dir: &mut Direction) -> Result<
     }
 }
 
-/// Abandons a half-made splice: stops the program on both sockets, then waits (bounded) until what it
-/// redirected has reached the receivers, so that the userspace relay continues with nothing missing.
-async fn undo(maps: &SpliceMaps, dirs: &[Direction; 2], fds: [BorrowedFd<'_>; 2]) -> io::Result<()> {
-    for dir in dirs.iter().filter(|d| d.spliced) {
-        maps.remove_spliced(dir.cookie);
+/// Abandons a half-made hand-over: stops the program on both sockets, then waits (bounded) until what it
+/// redirected has reached the receivers, so that the splice(2) relay continues with nothing missing.
+async fn undo(maps: &RedirectMaps, dirs: &[Direction; 2], fds: [BorrowedFd<'_>; 2]) -> io::Result<()> {
+    for dir in dirs.iter().filter(|d| d.redirecting) {
+        maps.stop_redirect(dir.cookie);
     }
     let deadline = Instant::now() + UNDO_WAIT;
     let mut pause = FLUSH_FIRST;
-    for (i, dir) in dirs.iter().enumerate().filter(|(_, d)| d.spliced) {
+    for (i, dir) in dirs.iter().enumerate().filter(|(_, d)| d.redirecting) {
         while !delivered(maps, dir, fds[1 - i])? {
             if Instant::now() >= deadline {
                 return Err(io::Error::new(io::ErrorKind::TimedOut, "redirected bytes did not reach the peer"));
@@ -204,14 +207,14 @@ async fn undo(maps: &SpliceMaps, dirs: &[Direction; 2], fds: [BorrowedFd<'_>; 2]
 }
 
 /// Whether every byte redirected for `dir` is in the receiver's send queue (or sent).
-fn delivered(maps: &SpliceMaps, dir: &Direction, receiver: BorrowedFd<'_>) -> io::Result<bool> {
+fn delivered(maps: &RedirectMaps, dir: &Direction, receiver: BorrowedFd<'_>) -> io::Result<bool> {
     let redirected = maps.redirected(dir.cookie).map_err(io::Error::other)?;
     Ok(sys::bytes_written(receiver)? >= dir.receiver_base + dir.drained + redirected)
 }
 
 /// Whether everything the sender received before its FIN has gone through the program and reached the
 /// receiver. Only asked after the FIN.
-fn flushed(maps: &SpliceMaps, dir: &Direction, sender: BorrowedFd<'_>, receiver: BorrowedFd<'_>) -> io::Result<bool> {
+fn flushed(maps: &RedirectMaps, dir: &Direction, sender: BorrowedFd<'_>, receiver: BorrowedFd<'_>) -> io::Result<bool> {
     let redirected = maps.redirected(dir.cookie).map_err(io::Error::other)?;
     // `bytes_received` counts the FIN's sequence number too.
     if sys::bytes_received(sender)? != dir.consumed + redirected + 1 {
@@ -230,7 +233,7 @@ fn reset(fds: [BorrowedFd<'_>; 2], error: io::Error) -> io::Error {
 
 /// Steps 3 and 4: until both directions are done, a socket error, an unexpected hang-up or the idle timeout.
 async fn watch(
-    maps: &SpliceMaps,
+    maps: &RedirectMaps,
     dirs: &mut [Direction; 2],
     fds: [BorrowedFd<'_>; 2],
     idle_timeout: Duration,
@@ -239,14 +242,11 @@ async fn watch(
     for (i, fd) in fds.iter().enumerate() {
         epoll.add(*fd, i as u64, true)?;
     }
-    // SAFETY: `Epoll` owns its descriptor and never changes or closes it while alive, so it stays the same
-    // open epoll instance for the AsyncFd's whole life.
-    let epoll =
-        unsafe { AsyncFd::register_with_interest(epoll, tokio::io::Interest::READABLE) }.map_err(io::Error::from)?;
+    let epoll = epoll.into_async()?;
     let check = (idle_timeout / 8).max(IDLE_CHECK_MIN);
     let mut last_total = 0;
-    let mut last_activity = Instant::now();
-    let mut next_check = last_activity + check;
+    let idle = IdleTracker::new();
+    let mut next_check = Instant::now() + check;
     let mut pause = FLUSH_FIRST;
     let mut watched = [true, true];
     loop {
@@ -291,8 +291,8 @@ async fn watch(
                 let total = counted(maps, dirs[0].cookie) + counted(maps, dirs[1].cookie);
                 if last_total != total {
                     last_total = total;
-                    last_activity = Instant::now();
-                } else if last_activity.elapsed() >= idle_timeout {
+                    idle.touch();
+                } else if idle.expired(idle_timeout) {
                     return Err(io::Error::new(io::ErrorKind::TimedOut, "no bytes either way within the tunnel timeout"));
                 }
             }

@@ -1,4 +1,4 @@
-//! Loopback tests of the kernel splice (root only: loading the program needs CAP_BPF and CAP_NET_ADMIN).
+//! Loopback tests of the sockmap relay (root only: loading the program needs CAP_BPF and CAP_NET_ADMIN).
 //! Each test loads its own copy of the object, so its maps see only its own connections.
 
 use std::io;
@@ -9,8 +9,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::{Refused, Sockmap};
-use crate::https::splice::{relay, RelayStats};
+use super::{Refused, SockmapRelay};
+use crate::relay::splice::splice_relay;
+use crate::relay::sys;
+use crate::relay::RelayStats;
 
 const WAIT: Duration = Duration::from_secs(30);
 const LONG_IDLE: Duration = Duration::from_secs(60);
@@ -19,14 +21,13 @@ const CHUNK: usize = 64 << 10;
 
 type Relay = JoinHandle<Result<io::Result<RelayStats>, Refused>>;
 
-/// The loaded splice, or `None` (with the reason printed) when not root.
-fn sockmap(test: &str) -> Option<std::sync::Arc<Sockmap>> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+/// The loaded sockmap relay, or `None` (with the reason printed) when not root.
+fn sockmap(test: &str) -> Option<std::sync::Arc<SockmapRelay>> {
+    if !sys::is_root() {
         eprintln!("{test}: skipped: loading the sk_skb program needs root");
         return None;
     }
-    Some(std::sync::Arc::new(Sockmap::load().expect("root can load the splice")))
+    Some(std::sync::Arc::new(SockmapRelay::load().expect("root can load the sockmap relay")))
 }
 
 async fn pair(listener: &TcpListener, addr: SocketAddr) -> (TcpStream, TcpStream) {
@@ -43,18 +44,23 @@ async fn connections() -> (TcpStream, TcpStream, TcpStream, TcpStream) {
     (client, pod, router_client, router_pod)
 }
 
-fn spawn_relay(sockmap: &std::sync::Arc<Sockmap>, client: TcpStream, pod: TcpStream, idle: Duration) -> Relay {
+fn spawn_relay(sockmap: &std::sync::Arc<SockmapRelay>, client: TcpStream, pod: TcpStream, idle: Duration) -> Relay {
     let sockmap = sockmap.clone();
     tokio::spawn(async move { sockmap.relay_in_kernel(client, pod, idle).await })
 }
 
-/// Starts the relay and waits until both sockets are spliced (a FIN sent earlier would refuse the splice).
-async fn spliced(sockmap: &std::sync::Arc<Sockmap>, client: TcpStream, pod: TcpStream, idle: Duration) -> Relay {
+/// Starts the relay and waits until the program has both sockets (a FIN sent earlier would refuse the hand-over).
+async fn handed_over(
+    sockmap: &std::sync::Arc<SockmapRelay>,
+    client: TcpStream,
+    pod: TcpStream,
+    idle: Duration,
+) -> Relay {
     let relay = spawn_relay(sockmap, client, pod, idle);
     let deadline = std::time::Instant::now() + WAIT;
     while sockmap.entries() != (2, 2, 2) {
-        assert!(!relay.is_finished(), "relay ended before the splice was set up");
-        assert!(std::time::Instant::now() < deadline, "splice set up in time");
+        assert!(!relay.is_finished(), "relay ended before the hand-over");
+        assert!(std::time::Instant::now() < deadline, "hand-over in time");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     relay
@@ -63,7 +69,7 @@ async fn spliced(sockmap: &std::sync::Arc<Sockmap>, client: TcpStream, pod: TcpS
 async fn finish(relay: Relay) -> io::Result<RelayStats> {
     match tokio::time::timeout(WAIT, relay).await.expect("relay ends in time").expect("relay task") {
         Ok(result) => result,
-        Err(refused) => panic!("splice refused: {}", refused.reason),
+        Err(refused) => panic!("sockmap relay refused: {}", refused.reason),
     }
 }
 
@@ -73,8 +79,8 @@ async fn read_all(stream: &mut TcpStream) -> Vec<u8> {
     out
 }
 
-fn assert_empty(sockmap: &Sockmap) {
-    assert_eq!(sockmap.entries(), (0, 0, 0), "splice maps empty afterwards");
+fn assert_empty(sockmap: &SockmapRelay) {
+    assert_eq!(sockmap.entries(), (0, 0, 0), "sockmap relay maps empty afterwards");
 }
 
 /// A deterministic byte stream (xorshift64 words) and an order-sensitive checksum over it.
@@ -124,11 +130,11 @@ async fn bulk_both_ways_with_queued_bytes_first() {
     let (client, pod, router_client, router_pod) = connections().await;
     let (client_r, mut client_w) = client.into_split();
     let (pod_r, mut pod_w) = pod.into_split();
-    // Bytes already queued on both router sockets before the splice: they must arrive first.
+    // Bytes already queued on both router sockets before the hand-over: they must arrive first.
     client_w.write_all(&[0xAA; 4096]).await.expect("write");
     pod_w.write_all(&[0xBB; 4096]).await.expect("write");
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let relay = spliced(&sockmap, router_client, router_pod, LONG_IDLE).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, LONG_IDLE).await;
     let up = tokio::spawn(send(client_w, 1, BULK));
     let down = tokio::spawn(send(pod_w, 2, BULK));
     let up_got = tokio::spawn(receive(pod_r));
@@ -156,7 +162,7 @@ async fn bulk_both_ways_with_queued_bytes_first() {
 async fn client_half_close_still_gets_the_reply() {
     let Some(sockmap) = sockmap("client_half_close_still_gets_the_reply") else { return };
     let (mut client, mut pod, router_client, router_pod) = connections().await;
-    let relay = spliced(&sockmap, router_client, router_pod, LONG_IDLE).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, LONG_IDLE).await;
     client.write_all(b"request").await.expect("write");
     client.shutdown().await.expect("shutdown");
     assert_eq!(read_all(&mut pod).await, b"request");
@@ -171,7 +177,7 @@ async fn client_half_close_still_gets_the_reply() {
 async fn pod_half_close_first() {
     let Some(sockmap) = sockmap("pod_half_close_first") else { return };
     let (mut client, mut pod, router_client, router_pod) = connections().await;
-    let relay = spliced(&sockmap, router_client, router_pod, LONG_IDLE).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, LONG_IDLE).await;
     pod.write_all(b"bye").await.expect("write");
     pod.shutdown().await.expect("shutdown");
     assert_eq!(read_all(&mut client).await, b"bye");
@@ -193,7 +199,7 @@ async fn expect_reset(stream: &mut TcpStream) {
 async fn client_reset_resets_the_pod() {
     let Some(sockmap) = sockmap("client_reset_resets_the_pod") else { return };
     let (client, mut pod, router_client, router_pod) = connections().await;
-    let relay = spliced(&sockmap, router_client, router_pod, LONG_IDLE).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, LONG_IDLE).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     client.set_zero_linger().expect("linger");
     drop(client);
@@ -207,7 +213,7 @@ async fn client_reset_resets_the_pod() {
 async fn pod_reset_resets_the_client() {
     let Some(sockmap) = sockmap("pod_reset_resets_the_client") else { return };
     let (mut client, pod, router_client, router_pod) = connections().await;
-    let relay = spliced(&sockmap, router_client, router_pod, LONG_IDLE).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, LONG_IDLE).await;
     client.write_all(b"x").await.expect("write");
     client.shutdown().await.expect("shutdown");
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -224,7 +230,7 @@ async fn idle_timeout_closes_both() {
     let Some(sockmap) = sockmap("idle_timeout_closes_both") else { return };
     let idle = Duration::from_millis(300);
     let (mut client, mut pod, router_client, router_pod) = connections().await;
-    let relay = spliced(&sockmap, router_client, router_pod, idle).await;
+    let relay = handed_over(&sockmap, router_client, router_pod, idle).await;
     for _ in 0..6 {
         tokio::time::sleep(idle / 2).await;
         client.write_all(b"k").await.expect("write");
@@ -240,26 +246,26 @@ async fn idle_timeout_closes_both() {
 }
 
 #[tokio::test]
-async fn half_closed_client_is_refused_and_the_userspace_relay_takes_over() {
+async fn half_closed_client_is_refused_and_the_splice_relay_takes_over() {
     let Some(sockmap) = sockmap("half_closed_client_is_refused") else { return };
     let (mut client, mut pod, router_client, router_pod) = connections().await;
     client.write_all(b"all I have").await.expect("write");
     client.shutdown().await.expect("shutdown");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let refused = match spawn_relay(&sockmap, router_client, router_pod, LONG_IDLE).await.expect("task") {
-        Ok(_) => panic!("a half-closed connection cannot be spliced"),
+        Ok(_) => panic!("a half-closed connection cannot be handed to the program"),
         Err(refused) => refused,
     };
     assert_empty(&sockmap);
-    let relay = tokio::spawn(relay(refused.client, refused.pod, LONG_IDLE));
+    let relay = tokio::spawn(splice_relay(refused.client, refused.pod, LONG_IDLE));
     assert_eq!(read_all(&mut pod).await, b"all I have");
     pod.write_all(b"answer").await.expect("write");
     drop(pod);
     assert_eq!(read_all(&mut client).await, b"answer");
-    wait(relay).await.expect("userspace relay");
+    wait(relay).await.expect("splice(2) relay");
 }
 
 #[test]
 fn setting_off_loads_nothing() {
-    assert!(Sockmap::start(false).is_none());
+    assert!(SockmapRelay::start(false).is_none());
 }

@@ -1,4 +1,4 @@
-//! Loopback throughput of a direct connection, the userspace splice relay and the kernel splice (ignored
+//! Loopback throughput of a direct connection, the splice(2) relay and the sockmap relay (ignored
 //! test, root, run by `bench/passthrough-sockmap.sh`): one direction, a fixed byte count per run, blocking
 //! sender and sink threads, the relay on its own single-thread runtime. Prints wall time, throughput, the
 //! relay thread's CPU, this process's CPU and the whole machine's busy CPU (from /proc/stat; other load
@@ -8,8 +8,9 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::Sockmap;
-use crate::https::splice::relay;
+use super::SockmapRelay;
+use crate::relay::splice::splice_relay;
+use crate::relay::sys;
 
 const BYTES: u64 = 4 << 30;
 const CHUNK: usize = 256 << 10;
@@ -21,24 +22,13 @@ enum Mode {
     Sockmap,
 }
 
-fn rusage(who: libc::c_int) -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `usage` is a writable rusage; `who` is RUSAGE_SELF or RUSAGE_THREAD.
-    unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
-    // SAFETY: zero-initialised and filled by the kernel.
-    let usage = unsafe { usage.assume_init() };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
-}
-
 /// Busy CPU seconds of the whole machine (all but idle and iowait).
 fn machine_busy() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
     let line = stat.lines().next().expect("cpu line");
     let fields: Vec<f64> = line.split_whitespace().skip(1).map(|f| f.parse().expect("number")).collect();
     let idle = fields[3] + fields[4];
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let hz = sys::clock_ticks_per_second();
     (fields.iter().take(8).sum::<f64>() - idle) / hz
 }
 
@@ -47,7 +37,7 @@ fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
     (connected, listener.accept().expect("accept").0)
 }
 
-fn run(mode: Mode, sockmap: &std::sync::Arc<Sockmap>) {
+fn run(mode: Mode, sockmap: &std::sync::Arc<SockmapRelay>) {
     let front = TcpListener::bind("127.0.0.1:0").expect("bind");
     let back = TcpListener::bind("127.0.0.1:0").expect("bind");
     let (mut client, router_client) = pair(&front);
@@ -69,21 +59,21 @@ fn run(mode: Mode, sockmap: &std::sync::Arc<Sockmap>) {
                     router_pod.set_nonblocking(true).expect("nonblocking");
                     let c = tokio::net::TcpStream::from_std(router_client).expect("tokio");
                     let p = tokio::net::TcpStream::from_std(router_pod).expect("tokio");
-                    let before = rusage(libc::RUSAGE_THREAD);
+                    let before = sys::cpu_seconds(libc::RUSAGE_THREAD);
                     match mode {
                         Mode::Sockmap => sockmap
                             .relay_in_kernel(c, p, Duration::from_secs(30))
                             .await
-                            .expect("spliced")
+                            .expect("taken by the sockmap relay")
                             .expect("relay"),
-                        _ => relay(c, p, Duration::from_secs(30)).await.expect("relay"),
+                        _ => splice_relay(c, p, Duration::from_secs(30)).await.expect("relay"),
                     };
-                    rusage(libc::RUSAGE_THREAD) - before
+                    sys::cpu_seconds(libc::RUSAGE_THREAD) - before
                 })
             }))
         }
     };
-    let (self_before, machine_before, start) = (rusage(libc::RUSAGE_SELF), machine_busy(), Instant::now());
+    let (self_before, machine_before, start) = (sys::cpu_seconds(libc::RUSAGE_SELF), machine_busy(), Instant::now());
     let sink = std::thread::spawn(move || {
         let (mut buf, mut total) = (vec![0u8; CHUNK], 0u64);
         loop {
@@ -100,7 +90,7 @@ fn run(mode: Mode, sockmap: &std::sync::Arc<Sockmap>) {
     client.shutdown(std::net::Shutdown::Write).expect("shutdown");
     assert_eq!(sink.join().expect("sink"), BYTES);
     let wall = start.elapsed().as_secs_f64();
-    let (self_cpu, machine) = (rusage(libc::RUSAGE_SELF) - self_before, machine_busy() - machine_before);
+    let (self_cpu, machine) = (sys::cpu_seconds(libc::RUSAGE_SELF) - self_before, machine_busy() - machine_before);
     drop(client);
     let relay_cpu = relay_cpu.map(|t| t.join().expect("relay thread"));
     let gb = BYTES as f64 / 1e9;
@@ -116,7 +106,7 @@ fn run(mode: Mode, sockmap: &std::sync::Arc<Sockmap>) {
 #[test]
 #[ignore = "benchmark: bench/passthrough-sockmap.sh"]
 fn passthrough_throughput() {
-    let sockmap = std::sync::Arc::new(Sockmap::load().expect("root can load the splice"));
+    let sockmap = std::sync::Arc::new(SockmapRelay::load().expect("root can load the sockmap relay"));
     for _ in 0..2 {
         for mode in [Mode::Direct, Mode::Userspace, Mode::Sockmap] {
             run(mode, &sockmap);

@@ -1,4 +1,4 @@
-//! The splice object (`router-splice`, built by `build.rs`): loaded once, `splice_verdict` attached to
+//! The sockmap relay's eBPF object (`router-splice`, built by `build.rs`): loaded once, `splice_verdict` attached to
 //! `SPLICE_SOCKS`, and the three maps behind one lock (each operation is one bpf(2) call).
 
 use std::os::fd::BorrowedFd;
@@ -10,7 +10,7 @@ use aya::{Ebpf, EbpfLoader};
 use router_common::maps::{SPLICE_PEERS, SPLICE_SOCKS, SPLICE_TARGETS};
 use router_common::splice::{SockKey, SplicePeer};
 
-/// The ELF object holding `splice_verdict` and the splice maps, 8-byte aligned as aya's parser wants.
+/// The ELF object holding `splice_verdict` and its maps, 8-byte aligned as aya's parser wants.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/router-splice"));
 
 /// Name of the stream-verdict program in the object.
@@ -18,9 +18,9 @@ const PROGRAM: &str = "splice_verdict";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SockmapError {
-    #[error("loading the splice object: {0}")]
+    #[error("loading the sockmap relay object: {0}")]
     Object(#[source] Box<aya::EbpfError>),
-    #[error("the splice object has no {kind} {name}")]
+    #[error("the sockmap relay object has no {kind} {name}")]
     Missing { kind: &'static str, name: &'static str },
     #[error("program {PROGRAM}: {0}")]
     Program(#[source] Box<ProgramError>),
@@ -40,18 +40,18 @@ struct Inner {
     peers: HashMap<MapData, SockKey, SplicePeer>,
 }
 
-/// The loaded, attached splice. Dropping it detaches the program and frees the maps (spliced sockets
-/// keep their data flowing only while it lives).
-pub(super) struct SpliceMaps {
+/// The loaded, attached program and its maps. Dropping it detaches the program and frees the maps (relayed
+/// sockets keep their data flowing only while it lives).
+pub(super) struct RedirectMaps {
     inner: Mutex<Inner>,
     /// Owns the program and its attachment.
     _ebpf: Mutex<Ebpf>,
 }
 
-impl SpliceMaps {
+impl RedirectMaps {
     /// Loads the object, verifies and attaches the program. Needs CAP_BPF (and CAP_NET_ADMIN for the
     /// SOCKHASH programs) or root.
-    pub(super) fn load() -> Result<SpliceMaps, SockmapError> {
+    pub(super) fn load() -> Result<RedirectMaps, SockmapError> {
         let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| SockmapError::Object(Box::new(e)))?;
         let take = |ebpf: &mut Ebpf, name: &'static str| {
             ebpf.take_map(name).ok_or(SockmapError::Missing { kind: "map", name })
@@ -67,7 +67,7 @@ impl SpliceMaps {
         program.load().map_err(|e| SockmapError::Program(Box::new(e)))?;
         let map_fd = socks.fd().try_clone().map_err(SockmapError::Dup)?;
         program.attach(&map_fd).map_err(|e| SockmapError::Program(Box::new(e)))?;
-        Ok(SpliceMaps { inner: Mutex::new(Inner { socks, targets, peers }), _ebpf: Mutex::new(ebpf) })
+        Ok(RedirectMaps { inner: Mutex::new(Inner { socks, targets, peers }), _ebpf: Mutex::new(ebpf) })
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
@@ -93,12 +93,12 @@ impl SpliceMaps {
     }
 
     /// Starts the verdict program on `socket`'s received bytes.
-    pub(super) fn add_spliced(&self, cookie: u64, socket: BorrowedFd<'_>) -> Result<(), SockmapError> {
+    pub(super) fn start_redirect(&self, cookie: u64, socket: BorrowedFd<'_>) -> Result<(), SockmapError> {
         self.with(|m| m.socks.insert(SockKey { cookie }, socket, 0)).map_err(map_error(SPLICE_SOCKS))
     }
 
     /// Stops the verdict program on the socket; absent entries are fine.
-    pub(super) fn remove_spliced(&self, cookie: u64) {
+    pub(super) fn stop_redirect(&self, cookie: u64) {
         let _ = self.with(|m| m.socks.remove(&SockKey { cookie }));
     }
 

@@ -1,0 +1,80 @@
+//! One request's attempts on its backend's endpoints, as `balance::Attempts` drives them: the sticky
+//! endpoint first (when the cookie names one that is up), then the balancer's picks, waiting up to the queue
+//! timeout when every endpoint is at its `pod-concurrent-connections` cap; each attempt sends the request
+//! the way the endpoint takes it (HTTP/1.1, h2c or reencrypt).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{request, Response};
+use hyper::body::Incoming;
+
+use super::lease::EndpointLease;
+use super::upstream::{PodResponseBody, Upstream, UpstreamError, Via};
+use crate::balance::EndpointTrial;
+use crate::table::Backend;
+
+pub struct RequestTrial<'r> {
+    pub backend: &'r Arc<Backend>,
+    pub client: IpAddr,
+    /// The endpoint the sticky cookie names, until it is tried.
+    pub sticky: Option<usize>,
+    /// How long a pick waits for a free `pod-concurrent-connections` slot.
+    pub queue_timeout: Duration,
+    pub upstream: &'r Upstream,
+    /// The request as rewritten for the pod.
+    pub parts: &'r request::Parts,
+    /// The client's body, until an attempt takes it (a request with a body is tried once).
+    pub body: Option<Incoming>,
+}
+
+impl EndpointTrial for RequestTrial<'_> {
+    type Picked = EndpointLease;
+    type Served = Response<PodResponseBody>;
+    type Error = UpstreamError;
+
+    async fn pick(&mut self, tried: &[usize]) -> Option<EndpointLease> {
+        match self.sticky.take().and_then(|index| EndpointLease::take(self.backend, index)) {
+            Some(lease) => Some(lease),
+            None => self.lease(tried).await,
+        }
+    }
+
+    async fn try_endpoint(&mut self, lease: &EndpointLease) -> Result<Response<PodResponseBody>, UpstreamError> {
+        let endpoint = lease.endpoint();
+        let via = match (&self.backend.reencrypt, endpoint.h2c) {
+            (Some(reencrypt), _) => Via::Reencrypt(reencrypt),
+            (None, true) => Via::H2c,
+            (None, false) => Via::Http1,
+        };
+        let server_timeout = self.backend.policy.server_timeout;
+        self.upstream.send(endpoint.addr, self.parts, self.body.take(), via, server_timeout).await
+    }
+}
+
+impl RequestTrial<'_> {
+    /// The balancer's pick, waiting up to the queue timeout when every endpoint is at its concurrency cap.
+    async fn lease(&self, tried: &[usize]) -> Option<EndpointLease> {
+        let backend = self.backend;
+        let deadline = tokio::time::Instant::now() + self.queue_timeout;
+        loop {
+            let freed = backend.endpoints.iter().find_map(|e| e.slots.as_ref()).map(|slots| slots.freed());
+            let notified = freed.as_ref().map(|notify| notify.notified());
+            if let Some(index) = backend.pick(self.client, tried) {
+                if let Some(lease) = EndpointLease::take(backend, index) {
+                    return Some(lease);
+                }
+            }
+            let capped = backend
+                .endpoints
+                .iter()
+                .enumerate()
+                .any(|(i, e)| !tried.contains(&i) && e.weight > 0 && e.slots.is_some());
+            let notified = notified.filter(|_| capped)?;
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return None;
+            }
+        }
+    }
+}
