@@ -15,7 +15,7 @@
 //! | `CONNTRACK_REV` | LRU hash, 65536 (loader)  | [`FlowKey`] endpoint->client | [`CtEntry`] nodePort  | `xdp_front`, `nat_reverse`; GC |
 //!
 //! The passthrough splice maps live in a second object (`router-splice`, loaded by
-//! `https::sockmap` whether or not XDP is attached) and are not pinned; `bpftool map dump name
+//! `relay::sockmap` whether or not XDP is attached) and are not pinned; `bpftool map dump name
 //! SPLICE_PEERS` reads them:
 //!
 //! | map              | kind (BTF-defined)         | key          | value                 | writers                  |

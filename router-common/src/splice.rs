@@ -1,6 +1,6 @@
 //! Key and value layouts of the passthrough splice maps (`SPLICE_SOCKS`, `SPLICE_TARGETS`,
 //! `SPLICE_PEERS`), used by the `splice_verdict` `sk_skb` program and `router-user`'s
-//! `https::sockmap`.
+//! `relay::sockmap`.
 //!
 //! Sockets are named by their socket cookie (`SO_COOKIE` in userspace, `bpf_get_socket_cookie` in
 //! the program): a `u64` the kernel assigns once per socket and never reuses while the system is up,
