@@ -1,6 +1,6 @@
-//! One connection in the sockmap relay: handing it to the program (or refusing), then watching both sockets for FIN, errors
-//! and idleness until both directions have ended. The steps and why they are ordered so are in the parent
-//! module's comment.
+//! One connection in the sockmap relay: handing it to the program (or refusing), then watching both
+//! sockets for FIN, errors and idleness until both directions have ended. The steps and why they are
+//! ordered so are in the parent module's comment.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
