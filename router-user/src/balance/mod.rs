@@ -3,7 +3,6 @@
 //! whose weight and liveness the table carries.
 
 mod endpoint_health;
-pub mod health_check;
 mod random;
 mod round_robin;
 mod source_hash;
