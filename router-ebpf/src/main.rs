@@ -3,8 +3,8 @@
 //!
 //! `xdp_front` parses each packet and counts it; TCP to one of the router Service's nodePorts on a
 //! node address is rewritten to a local endpoint (the kube-proxy `externalTrafficPolicy: Local`
-//! path, see `nat.rs`), and `nat_reverse` restores the nodePort address on the replies (see
-//! `reverse.rs`).
+//! path, see `nat.rs`, with its conntrack in `conntrack.rs`), and `nat_reverse` restores the
+//! nodePort address on the replies (see `reverse.rs`).
 //!
 //! - Verdict policy: `XDP_PASS` for everything that is not nodePort traffic, and for unparsed
 //!   traffic (headers cut short or malformed, counted in `STATS_UNPARSED`), IPv4 fragments and
@@ -35,6 +35,7 @@
 #![no_std]
 #![no_main]
 
+mod conntrack;
 mod headers;
 mod maps;
 mod nat;

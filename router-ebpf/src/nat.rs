@@ -3,10 +3,11 @@
 //! with no local endpoint it is dropped; anything else is left alone.
 //!
 //! Per packet, in order: `NODE_PORTS` lookup by (destination port, family, TCP), then
-//! `NODE_ADDRS` by destination address; then `CONNTRACK` by the flow. A conntrack hit reuses the
-//! recorded endpoint; a miss picks slot `flow_hash(flow) % RING_SIZE` of the nodePort's
-//! `EP_SLOTS` table and records the flow both ways (`CONNTRACK` forward, `CONNTRACK_REV` for the
-//! replies `nat_reverse` rewrites). A flow keeps its endpoint for as long as its entry lives.
+//! `NODE_ADDRS` by destination address; then `CONNTRACK` by the flow (see `conntrack.rs`). A
+//! conntrack hit reuses the recorded endpoint; a miss picks slot `flow_hash(flow) % RING_SIZE` of
+//! the nodePort's `EP_SLOTS` table and records the flow both ways (`CONNTRACK` forward,
+//! `CONNTRACK_REV` for the replies `nat_reverse` rewrites). A flow keeps its endpoint for as long
+//! as its entry lives.
 //!
 //! SYNs that are not for a nodePort also check `CONNTRACK_REV` for an entry a finished nodePort
 //! flow left under the same addresses and ports, and remove it, so a direct connection that
@@ -17,22 +18,17 @@ use router_common::{
     checksum::{replace16, replace_bytes},
     hash::flow_hash,
     maps::RING_SIZE,
-    nat::{CtEntry, Endpoint, FlowKey, NodeAddrKey, NodePortKey, CT_FIN, CT_RST, FAMILY_IPV4, PROTO_TCP},
-    stats::{STATS_CT_HIT, STATS_CT_MISS, STATS_CT_STALE},
+    nat::{Endpoint, FlowKey, NodeAddrKey, NodePortKey, FAMILY_IPV4, PROTO_TCP},
+    stats::{STATS_CT_HIT, STATS_CT_MISS},
 };
 
 use crate::{
-    headers::{Ipv4Hdr, Ipv6Hdr, TcpHdr, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN},
-    maps::{CONNTRACK, CONNTRACK_REV, EP_SLOTS, NODE_ADDRS, NODE_PORTS},
+    conntrack::{clear_stale_reverse, record, seen_flags, touch},
+    headers::{Ipv4Hdr, Ipv6Hdr, TcpHdr, TCP_ACK, TCP_SYN},
+    maps::{CONNTRACK, EP_SLOTS, NODE_ADDRS, NODE_PORTS},
     parse::{ptr_at, ptr_at_mut, Tcp, Unparsed},
     stats::count,
 };
-
-/// `bpf_map_update_elem` flag: create or replace.
-const BPF_ANY: u64 = 0;
-/// Timestamps in conntrack entries are refreshed when older than this (ns), so a busy flow does
-/// not write its entry on every packet.
-const REFRESH_NS: u64 = 1_000_000_000;
 
 /// What the nodePort stage decided.
 #[derive(Clone, Copy)]
@@ -127,71 +123,6 @@ fn read_flow(ctx: &XdpContext, tcp: &Tcp) -> Result<Flow, Unparsed> {
     key.src_port = u16::from_be_bytes(src_port);
     key.dst_port = u16::from_be_bytes(dst_port);
     Ok(Flow { key, flags })
-}
-
-#[inline(always)]
-fn seen_flags(tcp_flags: u8) -> u16 {
-    let mut seen = 0;
-    if tcp_flags & TCP_FIN != 0 {
-        seen |= CT_FIN;
-    }
-    if tcp_flags & TCP_RST != 0 {
-        seen |= CT_RST;
-    }
-    seen
-}
-
-/// Refreshes a conntrack entry's timestamp (when stale) and flags; returns its target.
-///
-/// # Safety
-/// `entry` must point at a live conntrack map value.
-#[inline(always)]
-unsafe fn touch(entry: *mut CtEntry, now: u64, seen: u16) -> ([u8; 16], u16) {
-    // SAFETY: guaranteed by the caller.
-    let current = unsafe { *entry };
-    if now.wrapping_sub(current.last_seen_ns) > REFRESH_NS {
-        // SAFETY: guaranteed by the caller.
-        unsafe { (*entry).last_seen_ns = now };
-    }
-    if current.flags & seen != seen {
-        // SAFETY: guaranteed by the caller.
-        unsafe { (*entry).flags = current.flags | seen };
-    }
-    (current.addr, current.port)
-}
-
-/// Records a new flow both ways; on failure removes what was written and returns false.
-#[inline(always)]
-fn record(key: &FlowKey, endpoint: &Endpoint, now: u64, seen: u16) -> bool {
-    let forward = CtEntry { last_seen_ns: now, addr: endpoint.addr, port: endpoint.port, flags: seen, _pad: 0 };
-    if CONNTRACK.insert(key, forward, BPF_ANY).is_err() {
-        return false;
-    }
-    let reply = FlowKey {
-        src_addr: endpoint.addr,
-        dst_addr: key.src_addr,
-        src_port: endpoint.port,
-        dst_port: key.src_port,
-        family: key.family,
-        protocol: key.protocol,
-        _pad: [0; 2],
-    };
-    let reverse = CtEntry { last_seen_ns: now, addr: key.dst_addr, port: key.dst_port, flags: 0, _pad: 0 };
-    if CONNTRACK_REV.insert(reply, reverse, BPF_ANY).is_err() {
-        let _ = CONNTRACK.remove(key);
-        return false;
-    }
-    true
-}
-
-/// A SYN to `key` (not a nodePort): if a reverse entry for the same addresses and ports exists, it
-/// is left over from an earlier nodePort flow and would rewrite this connection's replies.
-#[inline(always)]
-fn clear_stale_reverse(key: &FlowKey, bytes: u64) {
-    let reply = key.reversed();
-    if CONNTRACK_REV.get_ptr(reply).is_some() && CONNTRACK_REV.remove(reply).is_ok() {
-        count(STATS_CT_STALE, bytes);
-    }
 }
 
 /// Rewrites the destination address (when it differs) and port, updating the IPv4 header

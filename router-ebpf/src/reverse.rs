@@ -7,7 +7,8 @@
 //!   works on non-linear skbs too; writes go through `bpf_skb_store_bytes` and the checksum
 //!   helpers `bpf_l3_csum_replace`/`bpf_l4_csum_replace` (with `BPF_F_PSEUDO_HDR` for
 //!   addresses), which also handle `CHECKSUM_PARTIAL` skbs from the local TCP stack.
-//! - Maps: `CONNTRACK_REV` (lookup, timestamp and FIN/RST flags), `XDP_STATS` index 14.
+//! - Maps: `CONNTRACK_REV` (lookup; timestamp and FIN/RST flags refreshed as `conntrack.rs`
+//!   says), `XDP_STATS` index 14.
 //! - Kernel: TC (tcx) attach needs >= 6.6 with aya 0.14 (netlink clsact before that).
 
 use aya_ebpf::{
@@ -16,14 +17,15 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use router_common::{
-    nat::{CtEntry, FlowKey, CT_FIN, CT_RST, FAMILY_IPV4, FAMILY_IPV6, PROTO_TCP},
+    nat::{CtEntry, FlowKey, FAMILY_IPV4, FAMILY_IPV6, PROTO_TCP},
     stats::STATS_REV_NAT,
 };
 
 use crate::{
+    conntrack::{refresh, seen_flags},
     headers::{
         EthHdr, Ipv4Hdr, Ipv6Hdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF, IPV6_SRC_OFF,
-        TCP_CHECK_OFF, TCP_FIN, TCP_RST,
+        TCP_CHECK_OFF,
     },
     maps::CONNTRACK_REV,
     stats::count,
@@ -31,7 +33,6 @@ use crate::{
 
 const ETH_LEN: usize = size_of::<EthHdr>();
 const IPV4_MF_OFFSET: u16 = 0x3fff;
-const REFRESH_NS: u64 = 1_000_000_000;
 
 /// A helper call failed (packet too short, or a store refused).
 pub struct Skip;
@@ -56,22 +57,8 @@ pub fn reverse(ctx: &TcContext) -> i32 {
             }
             // SAFETY: bpf_ktime_get_ns has no preconditions.
             let now = unsafe { bpf_ktime_get_ns() };
-            let mut seen = 0;
-            if reply.flags & TCP_FIN != 0 {
-                seen |= CT_FIN;
-            }
-            if reply.flags & TCP_RST != 0 {
-                seen |= CT_RST;
-            }
             // SAFETY: as above; a racing writer writes the same kind of values.
-            unsafe {
-                if now.wrapping_sub(current.last_seen_ns) > REFRESH_NS {
-                    (*entry).last_seen_ns = now;
-                }
-                if current.flags & seen != seen {
-                    (*entry).flags = current.flags | seen;
-                }
-            }
+            unsafe { refresh(entry, &current, now, seen_flags(reply.flags)) };
         }
     }
     TC_ACT_OK as i32

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use router::admin::Health;
+use router::admin::Readiness;
 use router::metrics::Metrics;
 use router::model::Snapshot;
 use router::policy::RouterDefaults;
@@ -126,7 +126,7 @@ async fn main() {
         table,
         options,
         metrics: Arc::new(Metrics::default()),
-        health: Arc::new(Health::default()),
+        readiness: Arc::new(Readiness::default()),
         published: Some(published_tx),
         snapshots: Some(snapshots_tx),
     };

@@ -8,8 +8,8 @@ use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
-use crate::admin::Health;
-use crate::balance::health_check::spawn_checks;
+use crate::admin::Readiness;
+use crate::health_check::spawn_checks;
 use crate::metrics::Metrics;
 use crate::model::Snapshot;
 use crate::source::SourceUpdate;
@@ -19,11 +19,11 @@ pub struct Publisher {
     pub table: TableHandle,
     pub options: BuildOptions,
     pub metrics: Arc<Metrics>,
-    pub health: Arc<Health>,
+    pub readiness: Arc<Readiness>,
     /// Told about every table once it is live (the Kubernetes source writes route status from it).
     pub published: Option<watch::Sender<Arc<RouteTable>>>,
     /// Told about every snapshot a source delivers, before its table is built (the XDP nodePort sync and the
-    /// health check listener derive the router's own Service from it).
+    /// load-balancer probe derive the router's own Service from it).
     pub snapshots: Option<watch::Sender<Arc<Snapshot>>>,
 }
 
@@ -61,7 +61,7 @@ impl Publisher {
                     continue;
                 }
             };
-            // `build_from` carried health over from the table it started from; only another live table (after a
+            // `build_from` carried endpoint health over from the table it started from; only another live table (after a
             // failed build) needs the whole-table pass.
             let from_live = previous.as_ref().is_some_and(|(_, table)| Arc::ptr_eq(table, &self.table.load()));
             let table = self.publish(table, started, from_live);
@@ -103,7 +103,7 @@ impl Publisher {
         let table = Arc::new(table);
         self.table.store(table.clone());
         spawn_checks(Arc::downgrade(&table));
-        self.health.mark_table_ready();
+        self.readiness.mark_table_ready();
         if let Some(published) = &self.published {
             published.send_replace(table.clone());
         }

@@ -10,20 +10,19 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use crate::admin::{serve_admin, AdminState, Health};
+use crate::admin::{serve_admin, AdminState, Readiness};
 use crate::config::{RoutingError, Settings};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::metrics::Metrics;
-use crate::model::Snapshot;
+use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
 use crate::relay::PassthroughRelay;
+use crate::router_service::{follow, node_name_or_hostname};
 use crate::source::kube::{KubeError, KubeOptions};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
-use crate::xdp::service::{follow, node_name_or_hostname};
-use crate::xdp::LocalService;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -45,7 +44,7 @@ pub struct RunningRouter {
     pub https_addr: SocketAddr,
     pub stats_addr: SocketAddr,
     pub table: TableHandle,
-    pub health: Arc<Health>,
+    pub readiness: Arc<Readiness>,
     pub metrics: Arc<Metrics>,
     /// The router's own Service as this node sees it (`--router-service`), updated with every snapshot.
     pub local_service: Option<watch::Receiver<Option<LocalService>>>,
@@ -82,10 +81,10 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
-    let health = Arc::new(Health::default());
+    let readiness = Arc::new(Readiness::default());
     let (stop, stopped) = watch::channel(false);
 
-    let admin = AdminState { health: health.clone(), metrics: metrics.clone(), table: table.clone() };
+    let admin = AdminState { readiness: readiness.clone(), metrics: metrics.clone(), table: table.clone() };
     let admin_task = tokio::spawn(serve_admin(admin_listener, Arc::new(admin), stopped.clone()));
 
     // The Kubernetes source's snapshots are whole-cluster sized: at most one waits while the publisher builds.
@@ -110,7 +109,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         table: table.clone(),
         options: build_options,
         metrics: metrics.clone(),
-        health: health.clone(),
+        readiness: readiness.clone(),
         published: Some(published_tx),
         snapshots: Some(snapshots_tx),
     };
@@ -120,9 +119,13 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         let node = node_name_or_hostname(settings.node_name.as_deref());
         let (local_tx, local_rx) = watch::channel(None);
         background.push(tokio::spawn(follow(snapshots_rx, service.0.clone(), node, local_tx)));
-        let health_check =
-            crate::health::serve(local_rx.clone(), health.clone(), settings.listen_addr, stopped.clone());
-        background.push(tokio::spawn(health_check));
+        let probe = crate::load_balancer_probe::serve(
+            local_rx.clone(),
+            readiness.clone(),
+            settings.listen_addr,
+            stopped.clone(),
+        );
+        background.push(tokio::spawn(probe));
         local_rx
     });
 
@@ -150,7 +153,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         https_addr,
         stats_addr,
         table,
-        health,
+        readiness,
         metrics,
         local_service,
         settings,
@@ -165,7 +168,7 @@ impl RunningRouter {
     /// Graceful stop: readiness fails at once, serving goes on for the graceful-shutdown delay, then the
     /// listeners close and in-flight requests get up to the hard-stop period to finish.
     pub async fn shutdown(self) {
-        self.health.mark_draining();
+        self.readiness.mark_draining();
         info!(delay = ?self.settings.graceful_shutdown_delay, "draining: readiness now fails");
         tokio::time::sleep(self.settings.graceful_shutdown_delay).await;
         let _ = self.stop.send(true);

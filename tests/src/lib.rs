@@ -42,9 +42,9 @@ pub async fn start_router(manifests: &Path) -> RunningRouter {
 
 pub async fn start_router_with(settings: Settings) -> RunningRouter {
     let router = router::server::start(settings).await.expect("router starts");
-    let health = router.health.clone();
+    let readiness = router.readiness.clone();
     eventually("the first route table", Duration::from_secs(10), || {
-        let ready = health.not_ready_reason().is_none();
+        let ready = readiness.not_ready_reason().is_none();
         async move { ready.then_some(()) }
     })
     .await;

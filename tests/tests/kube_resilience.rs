@@ -36,7 +36,7 @@ async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after(
     .await;
     assert_eq!(kept.get("before.example.com", "/").await.backend(), "web", "the last table keeps serving");
     assert_eq!(get(router.http_addr, "before.example.com", "/").await.status, 200, "new connections too");
-    assert!(router.health.not_ready_reason().is_none(), "still ready: the table is intact");
+    assert!(router.readiness.not_ready_reason().is_none(), "still ready: the table is intact");
 
     plane.start_apiserver().await;
     let client = plane.client().await;

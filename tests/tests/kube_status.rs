@@ -103,13 +103,13 @@ async fn a_router_started_while_the_apiserver_is_down_waits_for_it() {
         .unwrap_or_else(|error| panic!("the router must start and retry while the apiserver is away: {error}"));
     // Several backoff steps pass without a sync: not ready, nothing routed.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(router.health.not_ready_reason().is_some(), "ready before the first sync");
+    assert!(router.readiness.not_ready_reason().is_some(), "ready before the first sync");
     assert_eq!(get(router.http_addr, "web.example.com", "/").await.status, 503);
 
     plane.start_apiserver().await;
-    let health = router.health.clone();
+    let readiness = router.readiness.clone();
     eventually("readiness after the apiserver came up", Duration::from_secs(60), || {
-        let ready = health.not_ready_reason().is_none();
+        let ready = readiness.not_ready_reason().is_none();
         async move { ready.then_some(()) }
     })
     .await;

@@ -1,6 +1,6 @@
 //! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready`, `/metrics` and `/debug/routes`.
 
-mod health;
+mod readiness;
 mod routes;
 
 use std::convert::Infallible;
@@ -17,14 +17,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-pub use health::Health;
+pub use readiness::Readiness;
 
 use crate::listen::stop_requested;
 use crate::metrics::Metrics;
 use crate::table::TableHandle;
 
 pub struct AdminState {
-    pub health: Arc<Health>,
+    pub readiness: Arc<Readiness>,
     pub metrics: Arc<Metrics>,
     pub table: TableHandle,
 }
@@ -61,7 +61,7 @@ fn answer(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Byte
     }
     match request.uri().path() {
         "/healthz" => text(StatusCode::OK, "ok\n"),
-        "/healthz/ready" => match state.health.not_ready_reason() {
+        "/healthz/ready" => match state.readiness.not_ready_reason() {
             None => text(StatusCode::OK, "ok\n"),
             Some(reason) => text(StatusCode::SERVICE_UNAVAILABLE, &format!("not ready: {reason}\n")),
         },

@@ -3,6 +3,7 @@
 //! Every route of this router's shard ends with an outcome: admitted, or rejected with OpenShift's reason.
 
 mod claims;
+mod dns1123;
 mod host;
 mod host_index;
 mod selector;
@@ -10,6 +11,7 @@ mod validation;
 
 use crate::model::{ObjectKey, Route, Snapshot};
 
+pub use dns1123::is_dns1123_subdomain;
 pub use host::{effective_host, in_domain_list, wildcard_domain};
 pub use selector::{LabelSelector, SelectorError};
 

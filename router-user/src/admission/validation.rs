@@ -1,8 +1,8 @@
 //! Per-route checks: the host name (UniqueHost's NoHostValue/InvalidHost) and the spec checks the API server
 //! and the extended validator make (TLS termination and policies, header actions).
 
+use super::dns1123::is_dns1123_subdomain;
 use super::{Admitted, Rejection};
-use crate::table::is_dns1123_subdomain;
 
 /// Headers a route's `httpHeaders.actions` may not touch.
 const FORBIDDEN_HEADERS: [&str; 4] = ["strict-transport-security", "proxy", "cookie", "set-cookie"];

@@ -1,7 +1,7 @@
 //! An endpoint's health, from two sources. Passive: a refused connect takes the endpoint out of rotation
 //! for a short while, so one dead pod costs one failed connect rather than one per n-th request. Active:
-//! the TCP checks of routes with more than one endpoint mark it down after `FALL` failures in a row and up
-//! again after `RISE` successes (HAProxy's defaults).
+//! the health checks (module `health_check`) of routes with more than one endpoint mark it down after
+//! `FALL` failures in a row and up again after `RISE` successes (HAProxy's defaults).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -3,7 +3,6 @@
 //! whose weight and liveness the table carries, and the retries over other endpoints when one fails.
 
 mod endpoint_health;
-pub mod health_check;
 mod random;
 mod retry;
 mod round_robin;

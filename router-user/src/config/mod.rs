@@ -1,6 +1,5 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
-mod duration;
 mod routing;
 mod tls;
 
@@ -10,13 +9,14 @@ use std::time::Duration;
 
 use clap::Parser;
 
-pub use duration::{parse_haproxy_duration, DurationError, MAX_TIMEOUT};
 pub use routing::{RoutingArgs, RoutingError};
 pub use tls::{MutualTls, TlsArgs};
 
+use crate::duration::parse_haproxy_duration;
 use crate::policy::BalanceAlgorithm;
+use crate::router_service::RouterServiceName;
 use crate::source::{choose_source, SourceChoice, SourceChoiceError, SourceKind};
-use crate::xdp::{RouterServiceName, XdpMode};
+use crate::xdp::XdpMode;
 
 #[derive(Parser, Clone, Debug)]
 #[command(name = "router", version, about = "OpenShift-compatible ingress router with an XDP front")]

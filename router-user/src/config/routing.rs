@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::parse_haproxy_duration;
 use crate::admission::{AdmissionSettings, LabelSelector, SelectorError};
+use crate::duration::parse_haproxy_duration;
 use crate::listen::ClientTimeouts;
 use crate::policy::{header_actions, BalanceAlgorithm, Direction, ForwardedPolicy, RouterDefaults};
 use crate::proxy::{ErrorFile, ProxyOptions};

@@ -1,12 +1,14 @@
 //! Settings of the :443 listener (the OpenShift router's TLS variables): certificates, protocol versions and
-//! ciphers, HTTP/2, client certificates, ClientHello inspection and the PROXY protocol.
+//! ciphers, HTTP/2, client certificates, ClientHello inspection and the PROXY protocol; and the TLS policy they
+//! give.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::parse_haproxy_duration;
+use crate::duration::parse_haproxy_duration;
+use crate::tls::{tls12_suites, tls13_suites, ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
 
 #[derive(Args, Clone, Debug)]
 pub struct TlsArgs {
@@ -79,4 +81,88 @@ pub enum MutualTls {
     None,
     Optional,
     Required,
+}
+
+impl TlsArgs {
+    /// The :443 TLS policy these settings ask for.
+    pub fn policy(&self) -> Result<TlsPolicy, TlsPolicyError> {
+        let min_version = MinVersion::parse(&self.ssl_min_version)?;
+        let tls12_suites = tls12_suites(&self.ciphers)?;
+        let tls13_suites = tls13_suites(self.ciphersuites.as_deref())?;
+        let client_auth = match self.mutual_tls_auth {
+            MutualTls::None => ClientAuth::None,
+            MutualTls::Optional => ClientAuth::verified(false, self.mutual_tls_auth_ca.as_deref())?,
+            MutualTls::Required => ClientAuth::verified(true, self.mutual_tls_auth_ca.as_deref())?,
+        };
+        Ok(TlsPolicy {
+            min_version,
+            tls12_suites,
+            tls13_suites,
+            client_auth,
+            disable_http2: self.disable_http2,
+            session_resumption: self.session_resumption,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests panic where they fail
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tls: TlsArgs,
+    }
+
+    /// The policy of a command line of only `args` (defaults for everything else).
+    fn tls_policy(args: &[&str]) -> Result<TlsPolicy, TlsPolicyError> {
+        use clap::Parser;
+        let argv = std::iter::once("router").chain(args.iter().copied());
+        Cli::try_parse_from(argv).unwrap().tls.policy()
+    }
+
+    #[test]
+    fn defaults_are_tls12_intermediate_no_client_auth() {
+        let policy = tls_policy(&[]).unwrap();
+        assert_eq!(policy.min_version, MinVersion::Tls12);
+        assert_eq!(policy.tls12_suites.len(), 6);
+        assert_eq!(policy.tls13_suites.len(), 3);
+        assert!(matches!(policy.client_auth, ClientAuth::None));
+        assert!(policy.offers_tls12());
+        assert!(!policy.disable_http2);
+    }
+
+    #[test]
+    fn versions() {
+        let tls13 = tls_policy(&["--ssl-min-version", "TLSv1.3"]).unwrap();
+        assert_eq!(tls13.min_version, MinVersion::Tls13);
+        assert!(!tls13.offers_tls12());
+        let tls10 = tls_policy(&["--ssl-min-version", "TLSv1.0"]).unwrap();
+        assert_eq!(tls10.min_version, MinVersion::Tls12);
+        assert!(matches!(tls_policy(&["--ssl-min-version", "SSLv3"]), Err(TlsPolicyError::MinVersion(_))));
+        let modern = tls_policy(&["--ciphers", "modern"]).unwrap();
+        assert!(!modern.offers_tls12());
+    }
+
+    #[test]
+    fn client_certificates_need_a_ca() {
+        assert!(matches!(
+            tls_policy(&["--mutual-tls-auth", "required"]),
+            Err(TlsPolicyError::MissingClientCa("required"))
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, crate::tls::test_pki::Pki::new().ca.pem()).unwrap();
+        let ca = ca.to_str().unwrap();
+        let optional = tls_policy(&["--mutual-tls-auth", "optional", "--mutual-tls-auth-ca", ca]).unwrap();
+        assert!(matches!(optional.client_auth, ClientAuth::Optional(_)));
+        let missing = dir.path().join("missing.pem");
+        let missing = missing.to_str().unwrap();
+        assert!(matches!(
+            tls_policy(&["--mutual-tls-auth", "required", "--mutual-tls-auth-ca", missing]),
+            Err(TlsPolicyError::ClientCa(_))
+        ));
+    }
 }

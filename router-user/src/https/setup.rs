@@ -8,7 +8,7 @@ use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 
 use crate::config::{MutualTls, TlsArgs};
-use crate::tls::{default_certificate, load_ca_bundle, ServerConfigs, TlsPolicy};
+use crate::tls::{default_certificate, load_ca_bundle, ServerConfigs};
 
 pub struct TlsSetup {
     pub default_certificate: Arc<CertifiedKey>,
@@ -36,7 +36,7 @@ impl TlsSetup {
             Some(path) => Some(load_ca_bundle(path).map_err(|e| TlsSetupError::DestinationCa(e.to_string()))?),
             None => None,
         };
-        let policy = TlsPolicy::from_args(args).map_err(|e| TlsSetupError::Policy(e.to_string()))?;
+        let policy = args.policy().map_err(|e| TlsSetupError::Policy(e.to_string()))?;
         let configs = ServerConfigs::new(&policy).map_err(|e| TlsSetupError::Policy(e.to_string()))?;
         Ok(TlsSetup {
             default_certificate,

@@ -20,7 +20,7 @@ pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};
 pub use hsts::parse_hsts;
 pub use rate_limit::RateLimits;
 
-use crate::config::parse_haproxy_duration;
+use crate::duration::parse_haproxy_duration;
 use crate::model::{ObjectKey, Route};
 
 pub const BALANCE: &str = "haproxy.router.openshift.io/balance";

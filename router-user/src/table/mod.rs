@@ -32,7 +32,7 @@ use crate::protection::{ConnectionSlots, RateLimiter};
 pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, build_from, BuildOptions};
 pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
-pub use host::{is_dns1123_subdomain, normalize_request_host};
+pub use host::normalize_request_host;
 pub use path::RoutePath;
 pub use rules::HostRules;
 pub use tls_material::{RouteTls, TlsBuild};

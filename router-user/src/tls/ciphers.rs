@@ -28,7 +28,7 @@ const TLS13: &[(&str, SupportedCipherSuite)] = &[
 ];
 
 /// TLS 1.2 suites for a ROUTER_CIPHERS value; empty for `modern` (TLS 1.2 then is not offered).
-pub(crate) fn tls12_suites(spec: &str) -> Result<Vec<SupportedCipherSuite>, TlsPolicyError> {
+pub fn tls12_suites(spec: &str) -> Result<Vec<SupportedCipherSuite>, TlsPolicyError> {
     match spec.trim() {
         "modern" => Ok(Vec::new()),
         "intermediate" | "old" | "" => Ok(TLS12.iter().map(|(_, s)| *s).collect()),
@@ -43,7 +43,7 @@ pub(crate) fn tls12_suites(spec: &str) -> Result<Vec<SupportedCipherSuite>, TlsP
 }
 
 /// TLS 1.3 suites for a ROUTER_CIPHERSUITES value; unset means all three.
-pub(crate) fn tls13_suites(spec: Option<&str>) -> Result<Vec<SupportedCipherSuite>, TlsPolicyError> {
+pub fn tls13_suites(spec: Option<&str>) -> Result<Vec<SupportedCipherSuite>, TlsPolicyError> {
     match spec.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(TLS13.iter().map(|(_, s)| *s).collect()),
         Some(list) => {

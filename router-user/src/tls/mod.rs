@@ -25,6 +25,7 @@ mod weak_signature;
 pub use cert_cache::CertCache;
 pub use cert_error::{CertError, TlsField, EXTENDED_VALIDATION_FAILED};
 pub use certs::{destination_ca, route_certificate};
+pub use ciphers::{tls12_suites, tls13_suites};
 pub use client_cert::client_cert_headers;
 pub use default_cert::{default_certificate, fingerprint};
 pub use policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};

@@ -113,11 +113,24 @@ impl ResolvesServerCert for FixedCertificate {
 mod tests {
     use super::*;
     use crate::tls::certs::certified_key;
-    use crate::tls::policy::tests::args;
+    use crate::tls::ciphers::{tls12_suites, tls13_suites};
     use crate::tls::test_pki::{Leaf, Pki};
     use rustls::{ClientConfig, HandshakeKind, RootCertStore};
     use rustls_pki_types::{PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The policy of the default settings: TLS 1.2 and 1.3, the intermediate ciphers, no client certificates,
+    /// HTTP/2 and session resumption.
+    fn default_policy() -> TlsPolicy {
+        TlsPolicy {
+            min_version: MinVersion::Tls12,
+            tls12_suites: tls12_suites("intermediate").unwrap(),
+            tls13_suites: tls13_suites(None).unwrap(),
+            client_auth: ClientAuth::None,
+            disable_http2: false,
+            session_resumption: true,
+        }
+    }
 
     struct Setup {
         pki: Pki,
@@ -195,14 +208,14 @@ mod tests {
     #[tokio::test]
     async fn alpn_offers_h2_only_for_own_certificates_and_not_when_disabled() {
         let s = setup();
-        let configs = ServerConfigs::new(&TlsPolicy::from_args(&args(&[])).unwrap()).unwrap();
+        let configs = ServerConfigs::new(&default_policy()).unwrap();
         let client = client(&s.pki, &[&rustls::version::TLS13], None);
         let own = handshake(configs.for_connection(Arc::clone(&s.key), true), Arc::clone(&client)).await.unwrap();
         assert_eq!(own.alpn.as_deref(), Some(&b"h2"[..]));
         let default = handshake(configs.for_connection(Arc::clone(&s.key), false), Arc::clone(&client)).await.unwrap();
         assert_eq!(default.alpn.as_deref(), Some(&b"http/1.1"[..]));
 
-        let no_h2 = TlsPolicy::from_args(&args(&["--disable-http2", "true"])).unwrap();
+        let no_h2 = TlsPolicy { disable_http2: true, ..default_policy() };
         let configs = ServerConfigs::new(&no_h2).unwrap();
         let out = handshake(configs.for_connection(Arc::clone(&s.key), true), client).await.unwrap();
         assert_eq!(out.alpn.as_deref(), Some(&b"http/1.1"[..]));
@@ -212,10 +225,10 @@ mod tests {
     async fn min_version_13_refuses_a_tls12_only_client() {
         let s = setup();
         let tls12_client = client(&s.pki, &[&rustls::version::TLS12], None);
-        let configs = ServerConfigs::new(&TlsPolicy::from_args(&args(&[])).unwrap()).unwrap();
+        let configs = ServerConfigs::new(&default_policy()).unwrap();
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), Arc::clone(&tls12_client)).await.is_ok());
 
-        let tls13 = TlsPolicy::from_args(&args(&["--ssl-min-version", "TLSv1.3"])).unwrap();
+        let tls13 = TlsPolicy { min_version: MinVersion::Tls13, ..default_policy() };
         let configs = ServerConfigs::new(&tls13).unwrap();
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), tls12_client).await.is_err());
     }
@@ -224,7 +237,8 @@ mod tests {
     async fn tls12_cipher_list_is_enforced() {
         let s = setup();
         // The test certificate is ECDSA: an RSA-only suite list leaves nothing usable for it.
-        let rsa_only = TlsPolicy::from_args(&args(&["--ciphers", "ECDHE-RSA-AES128-GCM-SHA256"])).unwrap();
+        let rsa_only =
+            TlsPolicy { tls12_suites: tls12_suites("ECDHE-RSA-AES128-GCM-SHA256").unwrap(), ..default_policy() };
         let configs = ServerConfigs::new(&rsa_only).unwrap();
         let tls12_client = client(&s.pki, &[&rustls::version::TLS12], None);
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), tls12_client).await.is_err());
@@ -233,7 +247,7 @@ mod tests {
     #[tokio::test]
     async fn sessions_resume_across_connections_for_tls13_and_tls12() {
         let s = setup();
-        let configs = ServerConfigs::new(&TlsPolicy::from_args(&args(&[])).unwrap()).unwrap();
+        let configs = ServerConfigs::new(&default_policy()).unwrap();
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = client(&s.pki, &[version], None);
             let first = handshake(configs.for_connection(Arc::clone(&s.key), true), Arc::clone(&client)).await.unwrap();
@@ -246,7 +260,7 @@ mod tests {
     #[tokio::test]
     async fn without_resumption_every_handshake_is_full() {
         let s = setup();
-        let policy = TlsPolicy::from_args(&args(&["--session-resumption", "false"])).unwrap();
+        let policy = TlsPolicy { session_resumption: false, ..default_policy() };
         let configs = ServerConfigs::new(&policy).unwrap();
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = client(&s.pki, &[version], None);
@@ -265,9 +279,7 @@ mod tests {
         let ca_path = dir.path().join("clients.pem");
         let clients = Pki::named("Client CA");
         std::fs::write(&ca_path, clients.ca.pem()).unwrap();
-        let ca = ca_path.to_str().unwrap();
-        let policy =
-            TlsPolicy::from_args(&args(&["--mutual-tls-auth", "required", "--mutual-tls-auth-ca", ca])).unwrap();
+        let policy = TlsPolicy { client_auth: ClientAuth::verified(true, Some(&ca_path)).unwrap(), ..default_policy() };
         let configs = ServerConfigs::new(&policy).unwrap();
 
         let anonymous = client(&s.pki, &[&rustls::version::TLS13], None);
@@ -287,9 +299,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ca_path = dir.path().join("clients.pem");
         std::fs::write(&ca_path, Pki::named("Client CA").ca.pem()).unwrap();
-        let ca = ca_path.to_str().unwrap();
         let policy =
-            TlsPolicy::from_args(&args(&["--mutual-tls-auth", "optional", "--mutual-tls-auth-ca", ca])).unwrap();
+            TlsPolicy { client_auth: ClientAuth::verified(false, Some(&ca_path)).unwrap(), ..default_policy() };
         let configs = ServerConfigs::new(&policy).unwrap();
         let anonymous = client(&s.pki, &[&rustls::version::TLS13], None);
         let out = handshake(configs.for_connection(Arc::clone(&s.key), false), anonymous).await.unwrap();

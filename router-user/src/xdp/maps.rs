@@ -19,7 +19,7 @@ pub struct MapFill {
     pub max_entries: u32,
 }
 
-/// The maps userspace writes (and garbage-collects).
+/// The maps userspace writes (and whose conntrack entries it expires).
 pub(crate) struct NatMaps {
     pub node_addrs: HashMap<MapData, NodeAddrKey, NodeAddr>,
     pub node_ports: HashMap<MapData, NodePortKey, NodePort>,

@@ -1,7 +1,8 @@
 //! The XDP front's loader and control plane: attaches `xdp_front` (built from `router-ebpf`,
 //! embedded in this binary) to one interface and `nat_reverse` to its TC egress hook, pins their
 //! maps under a bpffs directory, keeps the nodePort maps in step with the router's own Service
-//! ([`sync`]), reads counters and fill levels ([`status`]), and detaches and unpins on drop.
+//! ([`sync`]), expires idle conntrack entries ([`conntrack`]), reads counters and fill levels
+//! ([`status`]), and detaches and unpins on drop.
 //!
 //! Pins: `<pin_dir>/<MAP>` for every map in `router_common::maps::PINNED_MAPS` (`XDP_STATS`,
 //! `NODE_ADDRS`, `NODE_PORTS`, `EP_SLOTS`, `CONNTRACK`, `CONNTRACK_REV`), created after both
@@ -30,7 +31,9 @@
 
 mod addrs;
 mod bpffs;
+pub mod conntrack;
 mod counters;
+mod desired;
 mod error;
 mod loader;
 mod maglev;
@@ -39,7 +42,6 @@ mod netlink;
 mod object;
 #[cfg(test)]
 mod packet_tests;
-pub mod service;
 pub mod status;
 pub mod sync;
 
@@ -50,11 +52,12 @@ use aya::{
     Ebpf,
 };
 
+pub use conntrack::{ConntrackSweep, ConntrackTimeouts};
 pub use counters::XdpCounters;
+pub use desired::Desired;
 pub use error::XdpError;
 pub use maps::MapFill;
-pub use service::{LocalService, RouterServiceName};
-pub use sync::{Desired, GcReport, SyncOptions, SyncReport};
+pub use sync::{SyncOptions, SyncReport};
 
 /// How to attach the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -160,9 +163,14 @@ impl XdpFront {
         self.nat_maps().apply(desired)
     }
 
-    /// Deletes expired conntrack entries; `now_ns` is CLOCK_MONOTONIC (see [`sync`]).
-    pub fn collect_garbage(&self, desired: &Desired, now_ns: u64, options: &SyncOptions) -> Result<GcReport, XdpError> {
-        self.nat_maps().collect_garbage(desired, now_ns, options)
+    /// Deletes expired conntrack entries; `now_ns` is CLOCK_MONOTONIC (see [`conntrack`]).
+    pub fn sweep_conntrack(
+        &self,
+        desired: &Desired,
+        now_ns: u64,
+        timeouts: &ConntrackTimeouts,
+    ) -> Result<ConntrackSweep, XdpError> {
+        self.nat_maps().sweep_conntrack(desired, now_ns, timeouts)
     }
 
     fn nat_maps(&self) -> std::sync::MutexGuard<'_, maps::NatMaps> {

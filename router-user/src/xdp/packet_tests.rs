@@ -23,14 +23,13 @@ use router_common::{
 };
 
 use super::{
+    conntrack::{monotonic_ns, ConntrackTimeouts},
     counters::StatsMap,
     loader,
     maps::NatMaps,
-    service::{Family, LocalService, NodePortSpec},
-    sync::{monotonic_ns, Desired, SyncOptions},
-    XdpCounters, XdpError,
+    Desired, XdpCounters, XdpError,
 };
-use crate::model::ObjectKey;
+use crate::model::{Family, LocalService, NodePortSpec, ObjectKey};
 
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;
@@ -505,7 +504,7 @@ fn conntrack_evicts_the_least_recently_used_flows_when_full() {
 }
 
 #[test]
-fn sync_writes_only_differences_and_gc_expires_flows() {
+fn sync_writes_only_differences_and_the_conntrack_sweep_expires_flows() {
     require_root!();
     let (mut h, desired) = Harness::with_endpoints(&["10.0.0.2:80", "10.0.0.3:80"]);
     assert_eq!(h.nat.apply(&desired).expect("reapply"), Default::default(), "nothing to change");
@@ -525,22 +524,19 @@ fn sync_writes_only_differences_and_gc_expires_flows() {
         assert_eq!(h.xdp(&ipv4_syn(port, NODE4, NODE_PORT)).0, XDP_PASS);
     }
     assert_eq!(h.conntrack_len(), (2, 2));
-    let options = SyncOptions {
-        node_addresses: Vec::new(),
-        idle_timeout: std::time::Duration::from_secs(3600),
-        closing_timeout: std::time::Duration::from_secs(60),
-    };
+    let timeouts =
+        ConntrackTimeouts { idle: std::time::Duration::from_secs(3600), closing: std::time::Duration::from_secs(60) };
     let current = h.set_endpoints(&["10.0.0.2:80", "10.0.0.3:80"]);
     let now = monotonic_ns();
-    assert_eq!(h.nat.collect_garbage(&current, now, &options).expect("gc").expired, 0, "fresh flows stay");
+    assert_eq!(h.nat.sweep_conntrack(&current, now, &timeouts).expect("sweep").expired, 0, "fresh flows stay");
     let later = now + 3601 * 1_000_000_000;
-    let report = h.nat.collect_garbage(&current, later, &options).expect("gc");
+    let report = h.nat.sweep_conntrack(&current, later, &timeouts).expect("sweep");
     assert_eq!(report.expired, 2);
     assert_eq!(h.conntrack_len(), (0, 0), "idle flows expire both ways");
 
     // A flow whose endpoint is no longer local goes at once.
     assert_eq!(h.xdp(&ipv4_syn(40002, NODE4, NODE_PORT)).0, XDP_PASS);
     let none = h.set_endpoints(&[]);
-    assert_eq!(h.nat.collect_garbage(&none, monotonic_ns(), &options).expect("gc").expired, 1);
+    assert_eq!(h.nat.sweep_conntrack(&none, monotonic_ns(), &timeouts).expect("sweep").expired, 1);
     assert_eq!(h.conntrack_len(), (0, 0));
 }

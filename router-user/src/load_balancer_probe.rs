@@ -1,7 +1,6 @@
-//! The healthCheckNodePort listener: what kube-proxy answers there for an
-//! `externalTrafficPolicy: Local` Service, answered by the router for its own Service, so a cloud
-//! load balancer's health check follows this node's local router endpoints and the router's
-//! shutdown.
+//! The load-balancer probe: the router's own Service's healthCheckNodePort, answered as kube-proxy
+//! answers it for an `externalTrafficPolicy: Local` Service, so the cloud load balancer probing it
+//! follows this node's local router endpoints and the router's shutdown.
 //!
 //! Bound on `<listen-addr>:<healthCheckNodePort>` whenever the router Service has one (re-bound
 //! when it changes, closed when it goes away or the router stops). Every request, any path, gets:
@@ -27,8 +26,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::admin::Health;
-use crate::xdp::LocalService;
+use crate::admin::Readiness;
+use crate::model::LocalService;
 
 /// How long to wait before retrying a bind that failed.
 const REBIND_DELAY: Duration = Duration::from_secs(2);
@@ -56,11 +55,11 @@ fn response(service: &LocalService, draining: bool) -> Response<Full<Bytes>> {
     response
 }
 
-/// Serves the health check port of `service` (the latest value; `None` until the first snapshot)
+/// Serves the healthCheckNodePort of `service` (the latest value; `None` until the first snapshot)
 /// until `shutdown` turns true.
 pub async fn serve(
     mut service: watch::Receiver<Option<LocalService>>,
-    health: Arc<Health>,
+    readiness: Arc<Readiness>,
     listen: IpAddr,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -101,11 +100,11 @@ pub async fn serve(
             _ = shutdown.changed() => {}
             accepted = accepted => match accepted {
                 Ok((stream, peer)) => {
-                    let (service, health) = (service.clone(), health.clone());
+                    let (service, readiness) = (service.clone(), readiness.clone());
                     tokio::spawn(async move {
                         let answer = service_fn(move |_request| {
                             let current = service.borrow().clone();
-                            let draining = health.is_draining();
+                            let draining = readiness.is_draining();
                             async move {
                                 Ok::<_, Infallible>(match current {
                                     Some(current) => response(&current, draining),
@@ -117,11 +116,11 @@ pub async fn serve(
                             }
                         });
                         if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), answer).await {
-                            debug!(%peer, %error, "health check connection ended with an error");
+                            debug!(%peer, %error, "load-balancer probe connection ended with an error");
                         }
                     });
                 }
-                Err(error) => warn!(%error, "health check accept failed"),
+                Err(error) => warn!(%error, "load-balancer probe accept failed"),
             },
         }
     }
@@ -181,12 +180,12 @@ mod tests {
     async fn binds_answers_and_flips_on_drain() {
         let (tx, rx) = watch::channel(None);
         let (stop_tx, stop_rx) = watch::channel(false);
-        let health = Arc::new(Health::default());
+        let readiness = Arc::new(Readiness::default());
         let port = free_port().await;
         let mut svc = service(&["10.0.0.2"]);
         svc.health_check_node_port = Some(port);
         tx.send_replace(Some(svc));
-        let task = tokio::spawn(serve(rx, health.clone(), IpAddr::from([127, 0, 0, 1]), stop_rx));
+        let task = tokio::spawn(serve(rx, readiness.clone(), IpAddr::from([127, 0, 0, 1]), stop_rx));
         let status = |_: ()| async move { get_status(port).await };
         let mut first = None;
         for _ in 0..100 {
@@ -197,7 +196,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(first, Some(200));
-        health.mark_draining();
+        readiness.mark_draining();
         assert_eq!(status(()).await, Some(503));
         stop_tx.send_replace(true);
         task.await.expect("listener task ends on stop");

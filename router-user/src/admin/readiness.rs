@@ -1,14 +1,15 @@
-//! Liveness and readiness state shared by the admin listener and the lifecycle code.
+//! The router's readiness (what `/healthz/ready` reports): the first route table is live and shutdown has not
+//! begun. Shared by the admin listener, the load-balancer probe and the lifecycle code.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Default)]
-pub struct Health {
+pub struct Readiness {
     table_ready: AtomicBool,
     draining: AtomicBool,
 }
 
-impl Health {
+impl Readiness {
     /// The first complete route table is live.
     pub fn mark_table_ready(&self) {
         self.table_ready.store(true, Ordering::Release);

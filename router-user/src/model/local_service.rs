@@ -10,50 +10,19 @@
 //!   local); the endpoint port is the slice port with the Service port's name;
 //! - families: the Service's `ipFamilies`, or when absent the families of its endpoint addresses
 //!   (IPv4 when it has none);
-//! - the health check's local endpoint count is the largest number of distinct local addresses of
-//!   one family (a dual-stack pod counts once).
+//! - the local endpoint count (`localEndpoints` of the load-balancer probe's answer) is the largest
+//!   number of distinct local addresses of one family (a dual-stack pod counts once).
 
-#![allow(unsafe_code)]
-
-use std::{
-    collections::BTreeSet,
-    net::{IpAddr, SocketAddr},
-    str::FromStr,
-};
-
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use tokio::sync::watch;
 
-use crate::model::{ObjectKey, Snapshot};
+use super::snapshot::{ObjectKey, Snapshot};
 
 /// The label an EndpointSlice carries naming its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
-/// `--router-service NAMESPACE/NAME`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RouterServiceName(pub ObjectKey);
-
-impl FromStr for RouterServiceName {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.split_once('/') {
-            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
-                Ok(RouterServiceName(ObjectKey::new(namespace, name)))
-            }
-            _ => Err(format!("expected NAMESPACE/NAME, got {text:?}")),
-        }
-    }
-}
-
-impl std::fmt::Display for RouterServiceName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// An address family of the Service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,54 +51,6 @@ pub struct NodePortSpec {
     pub endpoints: BTreeSet<SocketAddr>,
 }
 
-/// Re-derives the router Service's local view from every snapshot `snapshots` sees and publishes
-/// it on `out` when it changed. Runs until `snapshots`' sender or every receiver of `out` is gone.
-pub async fn follow(
-    mut snapshots: watch::Receiver<Arc<Snapshot>>,
-    service: ObjectKey,
-    node_name: String,
-    out: watch::Sender<Option<LocalService>>,
-) {
-    loop {
-        let snapshot = snapshots.borrow_and_update().clone();
-        let local = LocalService::derive(&snapshot, &service, &node_name);
-        out.send_if_modified(|current| {
-            if current.as_ref() == Some(&local) {
-                return false;
-            }
-            tracing::info!(
-                service = %local.service,
-                node = %node_name,
-                found = local.found,
-                node_ports = ?local.node_ports.iter().map(|p| p.node_port).collect::<Vec<_>>(),
-                health_check_node_port = ?local.health_check_node_port,
-                local_endpoints = local.local_endpoint_count(),
-                "router service changed"
-            );
-            *current = Some(local);
-            true
-        });
-        if out.is_closed() || snapshots.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// This node's name: `configured` (`NODE_NAME`), else the host name (the kubelet's default).
-pub fn node_name_or_hostname(configured: Option<&str>) -> String {
-    if let Some(name) = configured.filter(|n| !n.is_empty()) {
-        return name.to_owned();
-    }
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is writable for its whole length, which is what is passed.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    if rc != 0 {
-        return String::new();
-    }
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
 /// The router's own Service as seen from this node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalService {
@@ -144,7 +65,7 @@ pub struct LocalService {
 }
 
 impl LocalService {
-    /// The health check's `localEndpoints`: distinct local addresses of the best-served family.
+    /// The load-balancer probe's `localEndpoints`: distinct local addresses of the best-served family.
     pub fn local_endpoint_count(&self) -> usize {
         let v4 = self.local_addresses.iter().filter(|ip| ip.is_ipv4()).count();
         v4.max(self.local_addresses.len() - v4)
@@ -287,6 +208,8 @@ impl Endpoints {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     fn snapshot(yaml: &str) -> Snapshot {
@@ -399,13 +322,5 @@ subsets:
         assert_eq!(local.local_addresses.len(), 2);
         assert_eq!(local.local_endpoint_count(), 1);
         assert_eq!(local.families, BTreeSet::from([Family::V4, Family::V6]));
-    }
-
-    #[test]
-    fn service_name_parses() {
-        assert_eq!("ns/name".parse::<RouterServiceName>().map(|n| n.0), Ok(ObjectKey::new("ns", "name")));
-        assert!("ns".parse::<RouterServiceName>().is_err());
-        assert!("/name".parse::<RouterServiceName>().is_err());
-        assert!("a/b/c".parse::<RouterServiceName>().is_err());
     }
 }

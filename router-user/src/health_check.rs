@@ -1,6 +1,7 @@
-//! Active TCP health checks: for every route with more than one endpoint, each endpoint gets a TCP connect
-//! at the route's check interval (`router.openshift.io/haproxy.health.check.interval`, default
-//! `ROUTER_BACKEND_CHECK_INTERVAL`, 5 s). One task per published table; it ends when the table is replaced.
+//! Active TCP health checks (HAProxy's `check`), which feed each endpoint's health
+//! ([`EndpointHealth`](crate::balance::EndpointHealth)): for every route with more than one endpoint, each
+//! endpoint gets a TCP connect at the route's check interval (`router.openshift.io/haproxy.health.check.interval`,
+//! default `ROUTER_BACKEND_CHECK_INTERVAL`, 5 s). One task per published table; it ends when the table is replaced.
 //! Checks wait in a queue ordered by due time, so the task wakes only when one is due, whatever the number
 //! of routes (a scan of every endpoint on a fixed tick cost the request path at 10,000 routes).
 
