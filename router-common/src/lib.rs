@@ -8,6 +8,6 @@ pub mod checksum;
 pub mod hash;
 pub mod maps;
 pub mod nat;
-pub mod splice;
+pub mod sockmap;
 pub mod stats;
 pub mod tls;

@@ -14,15 +14,15 @@
 //! | `CONNTRACK`     | LRU hash, 65536 (loader)  | [`FlowKey`] client->node  | [`CtEntry`] endpoint     | `xdp_front`; userspace GC     |
 //! | `CONNTRACK_REV` | LRU hash, 65536 (loader)  | [`FlowKey`] endpoint->client | [`CtEntry`] nodePort  | `xdp_front`, `nat_reverse`; GC |
 //!
-//! The passthrough splice maps live in a second object (`router-splice`, loaded by
+//! The passthrough sockmap relay maps live in a second object (`router-sockmap`, loaded by
 //! `relay::sockmap` whether or not XDP is attached) and are not pinned; `bpftool map dump name
-//! SPLICE_PEERS` reads them:
+//! SOCKMAP_PEERS` reads them:
 //!
 //! | map              | kind (BTF-defined)         | key          | value                 | writers                  |
 //! |------------------|----------------------------|--------------|-----------------------|--------------------------|
-//! | `SPLICE_SOCKS`   | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
-//! | `SPLICE_TARGETS` | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
-//! | `SPLICE_PEERS`   | hash (no prealloc), 65536  | [`SockKey`]  | [`SplicePeer`]        | userspace; counters: `splice_verdict` |
+//! | `SOCKMAP_SOCKS`   | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
+//! | `SOCKMAP_TARGETS` | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
+//! | `SOCKMAP_PEERS`   | hash (no prealloc), 65536  | [`SockKey`]  | [`SockmapPeer`]        | userspace; counters: `sockmap_verdict` |
 //!
 //! Room for the next step (not created yet): a passthrough flow table `PT_FLOWS` ([`FlowKey`] ->
 //! pod and MAC rewrite, written by the TLS passthrough code once a flow is bound, read by
@@ -38,8 +38,8 @@
 //! [`Endpoint`]: crate::nat::Endpoint
 //! [`FlowKey`]: crate::nat::FlowKey
 //! [`CtEntry`]: crate::nat::CtEntry
-//! [`SockKey`]: crate::splice::SockKey
-//! [`SplicePeer`]: crate::splice::SplicePeer
+//! [`SockKey`]: crate::sockmap::SockKey
+//! [`SockmapPeer`]: crate::sockmap::SockmapPeer
 
 /// Per-CPU packet counters of `xdp_front` and `nat_reverse` (`BPF_MAP_TYPE_PERCPU_ARRAY`, key
 /// `u32` counter index from [`crate::stats`], value [`crate::stats::PacketCounter`]).
@@ -55,16 +55,16 @@ pub const CONNTRACK: &str = "CONNTRACK";
 /// Reverse conntrack: endpoint -> client reply flow to the nodePort address it must come from.
 pub const CONNTRACK_REV: &str = "CONNTRACK_REV";
 
-/// Spliced sockets with `splice_verdict` attached (`BPF_MAP_TYPE_SOCKHASH`): a socket's received
+/// Relayed sockets with `sockmap_verdict` attached (`BPF_MAP_TYPE_SOCKHASH`): a socket's received
 /// bytes go through the program once it is here.
-pub const SPLICE_SOCKS: &str = "SPLICE_SOCKS";
-/// Spliced sockets as redirect targets (`BPF_MAP_TYPE_SOCKHASH`, no program attached): a socket is
+pub const SOCKMAP_SOCKS: &str = "SOCKMAP_SOCKS";
+/// Relayed sockets as redirect targets (`BPF_MAP_TYPE_SOCKHASH`, no program attached): a socket is
 /// here before its peer's bytes may be redirected to it, and stays until they are all sent.
-pub const SPLICE_TARGETS: &str = "SPLICE_TARGETS";
-/// Spliced socket -> its peer and the bytes redirected so far (`BPF_MAP_TYPE_HASH`).
-pub const SPLICE_PEERS: &str = "SPLICE_PEERS";
-/// `max_entries` of each splice map: sockets, two per spliced connection.
-pub const SPLICE_MAX_SOCKETS: u32 = 65_536;
+pub const SOCKMAP_TARGETS: &str = "SOCKMAP_TARGETS";
+/// Relayed socket -> its peer and the bytes redirected so far (`BPF_MAP_TYPE_HASH`).
+pub const SOCKMAP_PEERS: &str = "SOCKMAP_PEERS";
+/// `max_entries` of each sockmap relay map: sockets, two per relayed connection.
+pub const SOCKMAP_MAX_SOCKETS: u32 = 65_536;
 
 /// Every map the userspace loader pins, in pin order.
 pub const PINNED_MAPS: &[&str] = &[XDP_STATS, NODE_ADDRS, NODE_PORTS, EP_SLOTS, CONNTRACK, CONNTRACK_REV];

@@ -1,16 +1,16 @@
 //! The sockmap relay, passthrough bytes carried in the kernel: once a passthrough connection is bound to a
 //! pod and the ClientHello forwarded, both sockets go into a SOCKHASH whose `sk_skb` verdict program
-//! (`splice_verdict` in `router-ebpf/src/splice.rs`) moves every received skb to the peer socket's egress,
+//! (`sockmap_verdict` in `router-ebpf/src/sockmap.rs`) moves every received skb to the peer socket's egress,
 //! so the bytes never come up to userspace. Userspace only watches for FIN, errors and the idle timeout,
 //! carries half-closes and resets across, and removes the entries at the end. Anything that stops the
 //! sockmap relay from starting hands both connections back for the splice(2) relay
 //! ([`super::splice::splice_relay`]).
 //!
 //! How a connection is handed to the program, so that no byte is lost or reordered (client C, pod P):
-//! 1. `SPLICE_PEERS` gets C -> P and P -> C; `SPLICE_TARGETS` (no program) gets both sockets, so either may
+//! 1. `SOCKMAP_PEERS` gets C -> P and P -> C; `SOCKMAP_TARGETS` (no program) gets both sockets, so either may
 //!    be redirected to from now on.
 //! 2. Per socket S (C, then P), with peer T: the bytes already queued on S are read and written to T by
-//!    userspace; then S goes into `SPLICE_SOCKS` (the verdict program starts on S); then a data-ready kick
+//!    userspace; then S goes into `SOCKMAP_SOCKS` (the verdict program starts on S); then a data-ready kick
 //!    (`SO_RCVLOWAT`) runs the program over whatever arrived between the read and the insert. The program
 //!    reads S's queue in order, so those bytes follow the ones userspace wrote.
 //! 3. FIN from S: wait until every byte S received went through the program (`sys::bytes_consumed` vs
@@ -97,7 +97,7 @@ impl SockmapRelay {
         connection::run(&self.maps, client, pod, idle_timeout).await
     }
 
-    /// Entries in (`SPLICE_SOCKS`, `SPLICE_TARGETS`, `SPLICE_PEERS`): sockets being relayed.
+    /// Entries in (`SOCKMAP_SOCKS`, `SOCKMAP_TARGETS`, `SOCKMAP_PEERS`): sockets being relayed.
     pub fn entries(&self) -> (usize, usize, usize) {
         self.maps.entries()
     }

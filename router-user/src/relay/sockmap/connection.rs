@@ -36,7 +36,7 @@ struct Direction {
     drained: u64,
     /// `sys::bytes_written` of the receiver before any of this direction's bytes.
     receiver_base: u64,
-    /// The sender is in `SPLICE_SOCKS`.
+    /// The sender is in `SOCKMAP_SOCKS`.
     redirecting: bool,
     /// FIN seen from the sender.
     eof: bool,

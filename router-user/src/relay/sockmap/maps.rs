@@ -1,5 +1,5 @@
-//! The sockmap relay's eBPF object (`router-splice`, built by `build.rs`): loaded once, `splice_verdict` attached to
-//! `SPLICE_SOCKS`, and the three maps behind one lock (each operation is one bpf(2) call).
+//! The sockmap relay's eBPF object (`router-sockmap`, built by `build.rs`): loaded once, `sockmap_verdict` attached to
+//! `SOCKMAP_SOCKS`, and the three maps behind one lock (each operation is one bpf(2) call).
 
 use std::os::fd::BorrowedFd;
 use std::sync::Mutex;
@@ -7,14 +7,14 @@ use std::sync::Mutex;
 use aya::maps::{HashMap, MapData, MapError, SockHash};
 use aya::programs::{ProgramError, SkSkb};
 use aya::{Ebpf, EbpfLoader};
-use router_common::maps::{SPLICE_PEERS, SPLICE_SOCKS, SPLICE_TARGETS};
-use router_common::splice::{SockKey, SplicePeer};
+use router_common::maps::{SOCKMAP_PEERS, SOCKMAP_SOCKS, SOCKMAP_TARGETS};
+use router_common::sockmap::{SockKey, SockmapPeer};
 
-/// The ELF object holding `splice_verdict` and its maps, 8-byte aligned as aya's parser wants.
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/router-splice"));
+/// The ELF object holding `sockmap_verdict` and its maps, 8-byte aligned as aya's parser wants.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/router-sockmap"));
 
 /// Name of the stream-verdict program in the object.
-const PROGRAM: &str = "splice_verdict";
+const PROGRAM: &str = "sockmap_verdict";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SockmapError {
@@ -24,7 +24,7 @@ pub enum SockmapError {
     Missing { kind: &'static str, name: &'static str },
     #[error("program {PROGRAM}: {0}")]
     Program(#[source] Box<ProgramError>),
-    #[error("duplicating the {SPLICE_SOCKS} descriptor: {0}")]
+    #[error("duplicating the {SOCKMAP_SOCKS} descriptor: {0}")]
     Dup(#[source] std::io::Error),
     #[error("map {map}: {source}")]
     Map { map: &'static str, source: Box<MapError> },
@@ -37,7 +37,7 @@ fn map_error(map: &'static str) -> impl Fn(MapError) -> SockmapError {
 struct Inner {
     socks: SockHash<MapData, SockKey>,
     targets: SockHash<MapData, SockKey>,
-    peers: HashMap<MapData, SockKey, SplicePeer>,
+    peers: HashMap<MapData, SockKey, SockmapPeer>,
 }
 
 /// The loaded, attached program and its maps. Dropping it detaches the program and frees the maps (relayed
@@ -57,11 +57,11 @@ impl RedirectMaps {
             ebpf.take_map(name).ok_or(SockmapError::Missing { kind: "map", name })
         };
         let socks: SockHash<MapData, SockKey> =
-            take(&mut ebpf, SPLICE_SOCKS)?.try_into().map_err(map_error(SPLICE_SOCKS))?;
+            take(&mut ebpf, SOCKMAP_SOCKS)?.try_into().map_err(map_error(SOCKMAP_SOCKS))?;
         let targets: SockHash<MapData, SockKey> =
-            take(&mut ebpf, SPLICE_TARGETS)?.try_into().map_err(map_error(SPLICE_TARGETS))?;
-        let peers: HashMap<MapData, SockKey, SplicePeer> =
-            take(&mut ebpf, SPLICE_PEERS)?.try_into().map_err(map_error(SPLICE_PEERS))?;
+            take(&mut ebpf, SOCKMAP_TARGETS)?.try_into().map_err(map_error(SOCKMAP_TARGETS))?;
+        let peers: HashMap<MapData, SockKey, SockmapPeer> =
+            take(&mut ebpf, SOCKMAP_PEERS)?.try_into().map_err(map_error(SOCKMAP_PEERS))?;
         let program = ebpf.program_mut(PROGRAM).ok_or(SockmapError::Missing { kind: "program", name: PROGRAM })?;
         let program: &mut SkSkb = program.try_into().map_err(|e| SockmapError::Program(Box::new(e)))?;
         program.load().map_err(|e| SockmapError::Program(Box::new(e)))?;
@@ -78,23 +78,23 @@ impl RedirectMaps {
 
     /// Records that `cookie`'s bytes go to `peer` (counters zero).
     pub(super) fn set_peer(&self, cookie: u64, peer: u64) -> Result<(), SockmapError> {
-        let value = SplicePeer { peer, bytes: 0, skbs: 0 };
-        self.with(|m| m.peers.insert(SockKey { cookie }, value, 0)).map_err(map_error(SPLICE_PEERS))
+        let value = SockmapPeer { peer, bytes: 0, skbs: 0 };
+        self.with(|m| m.peers.insert(SockKey { cookie }, value, 0)).map_err(map_error(SOCKMAP_PEERS))
     }
 
     /// Bytes redirected from `cookie` to its peer so far.
     pub(super) fn redirected(&self, cookie: u64) -> Result<u64, SockmapError> {
-        self.with(|m| m.peers.get(&SockKey { cookie }, 0)).map(|p| p.bytes).map_err(map_error(SPLICE_PEERS))
+        self.with(|m| m.peers.get(&SockKey { cookie }, 0)).map(|p| p.bytes).map_err(map_error(SOCKMAP_PEERS))
     }
 
     /// Makes `socket` a redirect target (no program runs on it for this).
     pub(super) fn add_target(&self, cookie: u64, socket: BorrowedFd<'_>) -> Result<(), SockmapError> {
-        self.with(|m| m.targets.insert(SockKey { cookie }, socket, 0)).map_err(map_error(SPLICE_TARGETS))
+        self.with(|m| m.targets.insert(SockKey { cookie }, socket, 0)).map_err(map_error(SOCKMAP_TARGETS))
     }
 
     /// Starts the verdict program on `socket`'s received bytes.
     pub(super) fn start_redirect(&self, cookie: u64, socket: BorrowedFd<'_>) -> Result<(), SockmapError> {
-        self.with(|m| m.socks.insert(SockKey { cookie }, socket, 0)).map_err(map_error(SPLICE_SOCKS))
+        self.with(|m| m.socks.insert(SockKey { cookie }, socket, 0)).map_err(map_error(SOCKMAP_SOCKS))
     }
 
     /// Stops the verdict program on the socket; absent entries are fine.
@@ -112,7 +112,7 @@ impl RedirectMaps {
         });
     }
 
-    /// Entries in (`SPLICE_SOCKS`, `SPLICE_TARGETS`, `SPLICE_PEERS`).
+    /// Entries in (`SOCKMAP_SOCKS`, `SOCKMAP_TARGETS`, `SOCKMAP_PEERS`).
     pub(super) fn entries(&self) -> (usize, usize, usize) {
         self.with(|m| (m.socks.keys().count(), m.targets.keys().count(), m.peers.keys().count()))
     }
