@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{admit, claims, effective_host, AdmissionSettings, Admitted};
+use super::{admit, claims, effective_host, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted};
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::table::{build, BuildOptions};
 
@@ -264,46 +264,57 @@ fn subsets(rows: &'static [Row], random: usize) -> Vec<Vec<&'static Row>> {
     all
 }
 
-fn check(rows: &'static [Row], decide: impl Fn(&[&Row]) -> BTreeSet<String>) {
+/// Checks every subset: `decide` rejects what the rows say, and the table built with `settings` serves every
+/// admitted route at its host (a name under its domain for a wildcard route) and path.
+fn check(rows: &'static [Row], settings: &AdmissionSettings, decide: impl Fn(&[&Row]) -> BTreeSet<String>) {
     let mut rejections = 0;
     for subset in subsets(rows, 400) {
         let names: Vec<String> = subset.iter().map(|row| key(row)).collect();
         let expected = expected_rejections(&subset);
         rejections += expected.len();
         assert_eq!(decide(&subset), expected, "routes present: {names:?}");
+        assert_admitted_routes_are_served(&subset, settings);
     }
     assert!(rejections > 100, "the subsets exercise the conflicts ({rejections} rejections)");
 }
 
+fn assert_admitted_routes_are_served(rows: &[&Row], settings: &AdmissionSettings) {
+    let options = BuildOptions { admission: settings.clone(), ..Default::default() };
+    let table = build(&snapshot(rows), &options, 1);
+    for outcome in table.outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
+        let wildcard = outcome.wildcard_policy == "Subdomain";
+        let host = match serves_subdomain(&outcome.host, wildcard) {
+            true => format!("probe.{}", wildcard_domain(&outcome.host)),
+            false => outcome.host.clone(),
+        };
+        let path = if outcome.path.is_empty() { "/" } else { outcome.path.as_str() };
+        let served = table.lookup(&host, path).map(|backend| &backend.route);
+        assert_eq!(served, Some(&outcome.key), "{host}{path}, routes present: {rows:?}");
+    }
+}
+
 #[test]
 fn host_claims_match_the_invalid_admission_rows() {
-    check(INVALID, refused_by_claims);
+    check(INVALID, &wildcard_settings(false), refused_by_claims);
 }
 
 #[test]
 fn admission_without_the_ownership_check_matches_its_rows() {
-    check(ANY_NAMESPACE, |rows| rejected_by_admission(rows, &wildcard_settings(true)));
+    let settings = wildcard_settings(true);
+    check(ANY_NAMESPACE, &settings, |rows| rejected_by_admission(rows, &settings));
 }
 
+/// The valid rows are all admitted and served together. A wildcard route on a single-label host is served as
+/// that exact host, on :80 and by SNI, like OpenShift's host regex `^myapp$` for it; it covers no name under
+/// it. (Two such wildcard routes would both claim the empty domain and conflict, as OpenShift's rows say, so
+/// each gets a table of its own.)
 #[test]
-fn valid_rows_are_all_admitted_and_served() {
+fn valid_rows_and_single_label_wildcard_hosts_are_served() {
     let rows: Vec<&Row> = VALID.iter().collect();
     assert_eq!(refused_by_claims(&rows), BTreeSet::new());
     assert_eq!(rejected_by_admission(&rows, &wildcard_settings(false)), BTreeSet::new());
-    let options = BuildOptions { admission: wildcard_settings(false), ..Default::default() };
-    let table = build(&snapshot(&rows), &options, 1);
-    for row in VALID {
-        let request_path = if row.3.is_empty() { "/" } else { row.3 };
-        let served = table.lookup(row.2, request_path).map(|backend| backend.route.name.clone());
-        assert_eq!(served.as_deref(), Some(row.1), "{} {}{request_path}", key(row), row.2);
-    }
-}
+    assert_admitted_routes_are_served(&rows, &wildcard_settings(false));
 
-/// A wildcard route on a single-label host is served as that exact host, on :80 and by SNI, like OpenShift's
-/// host regex `^myapp$` for it; it covers no name under it. (Two such wildcard routes would both claim the
-/// empty domain and conflict, as OpenShift's rows say, so the passthrough one gets a table of its own.)
-#[test]
-fn a_wildcard_route_on_a_single_label_host_serves_that_host() {
     let options = BuildOptions { admission: wildcard_settings(false), ..Default::default() };
     let rows: Vec<&Row> = vec![&("ns", "wild", "myapp", "", true, 0, &[]), &("ns", "web", "com", "", false, 1, &[])];
     let table = build(&snapshot(&rows), &options, 1);
