@@ -8,9 +8,10 @@
 //! and substitutes it as a regex replacement (`\N` a capture group, `\xHH` a byte, `\c` the character c).
 //! Each stage is one function below, in that order; the query string is never part of the match and is kept.
 //!
-//! One difference remains on purpose: OpenShift puts `spec.path` into the regex unescaped, so a path holding
-//! regex operators (`\ ^ $ [ ( ) | ? * +`) matches there as a pattern; here it is matched literally. Plain
-//! paths (letters, digits, `/ - _ . ~ %` and the like) behave the same either way.
+//! Two differences remain on purpose. OpenShift puts `spec.path` into the regex unescaped, so a path holding
+//! regex operators (`\ ^ $ [ ( ) | ? * +`) matches there as a pattern; here it is matched literally (plain
+//! paths, letters, digits, `/ - _ . ~ %` and the like, behave the same either way). And where HAProxy would
+//! send bytes a request target cannot hold (a space, `#`, control bytes), `request_target` percent-encodes them.
 
 /// Why a rewrite-target value is not applied.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
