@@ -1,6 +1,7 @@
 //! `haproxy.router.openshift.io/rewrite-target` through a real client: curl sends each request, the test backend
 //! reports the path it received. The values are rows of OpenShift's template and sanitiser tests; what the pod
-//! sees is what the OpenShift router's HAProxy sends for them.
+//! sees is what the OpenShift router's HAProxy sends for them, except that a `#` HAProxy would send raw arrives
+//! percent-encoded (a request target cannot hold it).
 
 use router::config::Settings;
 use router_tests::backend::TestBackend;
@@ -33,6 +34,7 @@ const ROWS: &[(&str, &str, &str, &str, Seen)] = &[
     ("double-quotes.test", "/p", r#"/"foo"foo\""#, "/p/x", Seen::Path("/foofoo\"/x")),
     ("backslashes.test", "/p", r"/\\\foo\\\", "/p/x", Seen::Path(r"/\foo\/x")),
     ("comment.test", "/p", "/v2#frag", "/p/x?q=1", Seen::Path("/v2?q=1")),
+    // HAProxy sends `/v2#frag/x` raw.
     ("escaped-comment.test", "/p", r"/v2\#frag", "/p/x", Seen::Path("/v2%23frag/x")),
     ("no-expansion.test", "/p", "/a$b%%[src]", "/p/x", Seen::Path("/a$b%[src]/x")),
     ("not-a-path.test", "/p", "v2", "/p/x", Seen::Path("/p/x")),
