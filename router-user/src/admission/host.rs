@@ -76,6 +76,13 @@ pub fn wildcard_domain(host: &str) -> &str {
     host.split_once('.').map_or("", |(_, domain)| domain)
 }
 
+/// Whether a route is served for every name one label under its host's domain. A wildcard route whose host
+/// is a single label (`com`) has no domain above it: the OpenShift router serves it as that exact host (its
+/// host regex, SNI regex and certificate name are the host itself), while its claim stays a wildcard one.
+pub fn serves_subdomain(host: &str, wildcard: bool) -> bool {
+    wildcard && !wildcard_domain(host).is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

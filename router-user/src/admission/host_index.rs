@@ -1,6 +1,6 @@
 //! UniqueHost's host index: per host, the oldest route's namespace owns the host (unless the ownership check
-//! is disabled), and each path on a host belongs to the oldest route that asks for it. A path-based TLS route
-//! cannot share a host with an older passthrough route.
+//! is disabled), and each path on a host belongs to the oldest route that asks for it. A passthrough route and
+//! another TLS route cannot share a host: the younger one is displaced.
 
 use std::collections::HashMap;
 
@@ -54,11 +54,12 @@ pub fn resolve(
     (active, displaced)
 }
 
-/// Same path, or a TLS route meeting an existing passthrough route.
+/// Same path, or two TLS routes of which either is passthrough (OpenShift's host index: a passthrough route
+/// owns the host's :443 outright, so it cannot share the host with an edge or reencrypt route).
 fn conflicts(existing: &Admitted<'_>, new: &Admitted<'_>) -> bool {
     if existing.raw_path() == new.raw_path() {
         return true;
     }
     let (old_tls, new_tls) = (existing.route.spec.tls.as_ref(), new.route.spec.tls.as_ref());
-    matches!((old_tls, new_tls), (Some(old), Some(_)) if old.termination == "passthrough")
+    matches!((old_tls, new_tls), (Some(old), Some(new)) if old.termination == "passthrough" || new.termination == "passthrough")
 }

@@ -7,12 +7,16 @@ mod dns1123;
 mod host;
 mod host_index;
 mod selector;
+#[cfg(test)]
+mod single_label_tests;
+#[cfg(test)]
+mod tls_conflict_tests;
 mod validation;
 
 use crate::model::{ObjectKey, Route, Snapshot};
 
 pub use dns1123::is_dns1123_subdomain;
-pub use host::{effective_host, in_domain_list, wildcard_domain};
+pub use host::{effective_host, in_domain_list, serves_subdomain, wildcard_domain};
 pub use selector::{LabelSelector, SelectorError};
 
 /// Admission settings (`ROUTER_*` variables).

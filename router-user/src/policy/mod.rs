@@ -9,6 +9,7 @@ mod forwarded;
 pub mod header_actions;
 mod hsts;
 mod rate_limit;
+mod rewrite_target;
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ pub use forwarded::ForwardedPolicy;
 pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};
 pub use hsts::parse_hsts;
 pub use rate_limit::RateLimits;
+pub use rewrite_target::{request_target, NotApplied, PathRewrite, RewriteTarget};
 
 use crate::duration::parse_haproxy_duration;
 use crate::model::{ObjectKey, Route};
@@ -89,7 +91,7 @@ pub struct RoutePolicy {
     /// Router-wide actions followed by the route's.
     pub request_headers: Vec<HeaderAction>,
     pub response_headers: Vec<HeaderAction>,
-    pub rewrite_target: Option<String>,
+    pub rewrite_target: Option<RewriteTarget>,
     pub pod_max_connections: Option<u32>,
     pub health_check_interval: Duration,
     /// Strict-Transport-Security for responses on terminated TLS connections.
@@ -172,7 +174,12 @@ impl RoutePolicy {
         };
         let pod_max_connections = number(POD_CONCURRENT_CONNECTIONS, &mut warn).filter(|n| *n > 0);
 
-        let rewrite_target = get(REWRITE_TARGET).map(str::to_string);
+        let rewrite_target =
+            raw_annotation(route, REWRITE_TARGET).filter(|value| !value.is_empty()).and_then(|value| {
+                RewriteTarget::new(value, route.spec.path.as_deref())
+                    .map_err(|why| warnings.push(format!("annotation {REWRITE_TARGET}={value:?}: {why}; not applied")))
+                    .ok()
+            });
         let hsts = match get(HSTS_HEADER) {
             Some(value) if tls.is_some() && !passthrough => parse_hsts(value)
                 .map_err(|why| warnings.push(format!("annotation {HSTS_HEADER}={value:?}: {why}; not sent")))
@@ -216,6 +223,11 @@ impl RoutePolicy {
 pub fn annotation<'r>(route: &'r Route, name: &str) -> Option<&'r str> {
     let annotations = route.metadata.annotations.as_ref()?;
     annotations.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+}
+
+/// An annotation value exactly as written (the OpenShift template reads rewrite-target untrimmed).
+fn raw_annotation<'r>(route: &'r Route, name: &str) -> Option<&'r str> {
+    route.metadata.annotations.as_ref()?.get(name).map(String::as_str)
 }
 
 /// roundrobin when more than one service carries weight, else `ROUTER_LOAD_BALANCE_ALGORITHM`.

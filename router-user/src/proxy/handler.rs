@@ -138,12 +138,18 @@ impl HttpProxy {
                     // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
                     headers.insert(header::TE, HeaderValue::from_static("trailers"));
                 }
-                if let Some(target) = &backend.policy.rewrite_target {
-                    if let Some(uri) = rewrite_target(request.uri(), &backend.path, target) {
-                        *request.uri_mut() = uri;
+                match backend.policy.rewrite_target.as_ref().map(|rule| rewrite_target(request.uri(), rule)) {
+                    Some(Err(failed)) => {
+                        debug!(%host, path = request.uri().path(), "{failed}");
+                        gateway_error(StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                    rewritten => {
+                        if let Some(Ok(Some(uri))) = rewritten {
+                            *request.uri_mut() = uri;
+                        }
+                        self.forward(&backend, connection, request).await
                     }
                 }
-                self.forward(&backend, connection, request).await
             }
         };
         Ok((Some(backend), response))

@@ -9,8 +9,7 @@ use super::forwarded::{
     append_forwarded, ConnectionInfo, FORWARDED, X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PORT, X_FORWARDED_PROTO,
 };
 use super::headers::{strip_hop_by_hop, PROXY};
-use crate::policy::{header_actions, ForwardedPolicy, RoutePolicy};
-use crate::table::RoutePath;
+use crate::policy::{header_actions, request_target, ForwardedPolicy, PathRewrite, RewriteTarget, RoutePolicy};
 
 const FORWARDED_HEADERS: [HeaderName; 5] =
     [X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PORT, X_FORWARDED_PROTO, FORWARDED];
@@ -59,52 +58,43 @@ fn strip_x_ssl(headers: &mut HeaderMap) {
     }
 }
 
-/// Applies `rewrite-target`: the route's path prefix is replaced by the target; a target of `/` also eats
-/// the slash after the prefix. The query string is kept.
-pub fn rewrite_target(uri: &Uri, route_path: &RoutePath, target: &str) -> Option<Uri> {
-    let path = uri.path();
-    let prefix = route_path.as_str();
-    let rest = if prefix.is_empty() { path.strip_prefix('/').unwrap_or(path) } else { path.strip_prefix(prefix)? };
-    let rest = if target == "/" { rest.strip_prefix('/').unwrap_or(rest) } else { rest };
-    let mut rewritten = format!("{target}{rest}");
-    if !rewritten.starts_with('/') {
-        rewritten.insert(0, '/');
-    }
-    if let Some(query) = uri.query() {
-        rewritten.push('?');
-        rewritten.push_str(query);
-    }
-    let path_and_query = PathAndQuery::try_from(rewritten).ok()?;
+/// Applies `rewrite-target` (see `policy::RewriteTarget`): the new URI, `None` when the rule leaves the path
+/// alone, or an error when HAProxy would fail the rewrite and answer 500. The query string is kept.
+pub fn rewrite_target(uri: &Uri, rule: &RewriteTarget) -> Result<Option<Uri>, RewriteFailed> {
+    let path = match rule.apply(uri.path()) {
+        PathRewrite::Unchanged => return Ok(None),
+        PathRewrite::Failed => return Err(RewriteFailed),
+        PathRewrite::Rewritten(path) => path,
+    };
+    let path_and_query = PathAndQuery::try_from(request_target(&path, uri.query())).map_err(|_| RewriteFailed)?;
     let mut parts = uri.clone().into_parts();
     parts.path_and_query = Some(path_and_query);
-    Uri::from_parts(parts).ok()
+    Uri::from_parts(parts).map(Some).map_err(|_| RewriteFailed)
 }
+
+/// The rewrite-target substitution failed (HAProxy answers 500 and forwards nothing).
+#[derive(Debug, thiserror::Error)]
+#[error("rewrite-target substitution failed")]
+pub struct RewriteFailed;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rewritten(route_path: &str, target: &str, request: &str) -> String {
+    fn rewritten(route_path: &str, target: &str, request: &str) -> Result<Option<String>, RewriteFailed> {
         let uri: Uri = request.parse().expect("uri");
-        rewrite_target(&uri, &RoutePath::new(Some(route_path)), target).expect("rewrite").to_string()
+        let rule = RewriteTarget::new(target, Some(route_path)).expect("rule");
+        rewrite_target(&uri, &rule).map(|uri| uri.map(|uri| uri.to_string()))
     }
 
     #[test]
-    fn rewrite_target_replaces_the_route_prefix() {
-        let cases = [
-            ("/sub", "/", "/sub", "/"),
-            ("/sub", "/", "/sub/", "/"),
-            ("/sub", "/", "/sub/x/y?q=1", "/x/y?q=1"),
-            ("/sub", "/app", "/sub/x", "/app/x"),
-            ("/sub", "/app", "/sub", "/app"),
-            ("/sub", "/app/", "/sub/x", "/app//x"),
-            ("/", "/app/", "/x", "/app/x"),
-            ("", "/app/", "/x", "/app/x"),
-            ("/api/v1", "/v2", "/api/v1/users", "/v2/users"),
-        ];
-        for (path, target, request, want) in cases {
-            assert_eq!(rewritten(path, target, request), want, "path {path} target {target} request {request}");
-        }
+    fn rewrite_target_keeps_the_query_and_encodes_what_a_uri_cannot_hold() {
+        assert_eq!(rewritten("/sub", "/", "/sub/x/y?q=1").expect("rewritten").as_deref(), Some("/x/y?q=1"));
+        assert_eq!(rewritten("/api", "/a b", "/api/x?q").expect("rewritten").as_deref(), Some("/a%20b/x?q"));
+        let absolute = rewritten("/api", "/v2", "https://h.test/api/x?q").expect("rewritten");
+        assert_eq!(absolute.as_deref(), Some("https://h.test/v2/x?q"));
+        assert_eq!(rewritten("/api", "/v2", "/other").expect("left alone"), None);
+        assert!(rewritten("/api", r"/v2\\#", "/api/x").is_err(), "a trailing backslash fails the rewrite");
     }
 
     #[test]

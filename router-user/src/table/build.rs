@@ -12,7 +12,7 @@ use super::changes::Changes;
 use super::endpoints::EndpointIndex;
 use super::tls_material::{RouteTls, TlsBuild};
 use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
-use crate::admission::{admit, wildcard_domain, AdmissionSettings, Admitted};
+use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
@@ -95,8 +95,9 @@ pub fn build_from(
                 https.insert(host, wildcard, backend.clone());
                 // The oldest route of a host serves its certificate.
                 if let (Some(store), Some(key)) = (certs.as_mut(), certificate) {
-                    if certified_hosts.insert((host.to_string(), wildcard)) {
-                        match wildcard {
+                    let subdomain = serves_subdomain(host, wildcard);
+                    if certified_hosts.insert((host.to_string(), subdomain)) {
+                        match subdomain {
                             true => store.insert_wildcard(wildcard_domain(host), key),
                             false => store.insert_exact(host, key),
                         }

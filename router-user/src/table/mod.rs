@@ -108,7 +108,7 @@ impl Candidate for Endpoint {
 #[derive(Debug)]
 pub struct Backend {
     pub route: ObjectKey,
-    /// The route's path (for rewrite-target).
+    /// The route's path, as its requests are matched.
     pub path: RoutePath,
     /// Backend name `be_http:<ns>:<name>` (or `be_edge_http:`), namespace and route name, for metrics.
     pub labels: BackendLabels,

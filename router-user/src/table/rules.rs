@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Backend, RoutePath};
-use crate::admission::wildcard_domain;
+use crate::admission::{serves_subdomain, wildcard_domain};
 use crate::model::ObjectKey;
 
 #[derive(Debug, Default)]
@@ -27,7 +27,7 @@ impl HostRules {
     /// Adds `backend` for `host` (a wildcard route's host is `*.domain` or any name under it). Two routes can
     /// differ in raw path ("" and "/") yet match the same requests: the one added first keeps them.
     pub fn insert(&mut self, host: &str, wildcard: bool, backend: Arc<Backend>) {
-        let rules = if wildcard {
+        let rules = if serves_subdomain(host, wildcard) {
             self.wildcard.entry(wildcard_domain(host).to_string()).or_default()
         } else {
             self.exact.entry(host.to_string()).or_default()
@@ -56,7 +56,10 @@ impl HostRules {
 
     /// The backend of `route` among `host`'s rules, if it has one.
     pub fn find(&self, host: &str, wildcard: bool, route: &ObjectKey) -> Option<&Arc<Backend>> {
-        let rules = if wildcard { self.wildcard.get(wildcard_domain(host)) } else { self.exact.get(host) };
+        let rules = match serves_subdomain(host, wildcard) {
+            true => self.wildcard.get(wildcard_domain(host)),
+            false => self.exact.get(host),
+        };
         rules?.iter().map(|rule| &rule.backend).find(|backend| backend.route == *route)
     }
 
