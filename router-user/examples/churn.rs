@@ -22,12 +22,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use manifest_gen::{loopback_pods, RouteSet};
 use router::admin::Readiness;
 use router::metrics::Metrics;
 use router::model::Snapshot;
 use router::policy::RouterDefaults;
 use router::publish::Publisher;
-use router::source::manifest::{bench_manifests, spawn_watch, ManifestSource};
+use router::source::manifest::{spawn_watch, ManifestSource};
 use router::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use tokio::sync::{mpsc, watch};
 
@@ -108,8 +109,8 @@ async fn main() {
     });
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let names: Vec<String> = (0..args.routes).map(|i| format!("r{i:05}")).collect();
-    write_atomically(&dir.path().join("routes.yaml"), &bench_manifests(names.iter().map(String::as_str), args.pods));
+    let pods = loopback_pods(args.pods, 8080);
+    write_atomically(&dir.path().join("routes.yaml"), &RouteSet::http(args.routes, &pods).to_yaml());
 
     let default_certificate = router::tls::default_certificate(None, None).expect("generated certificate");
     let defaults = RouterDefaults { health_check_interval: args.check_interval, ..RouterDefaults::default() };
@@ -175,7 +176,7 @@ async fn main() {
         let begin = Instant::now();
         write_atomically(
             &dir.path().join(format!("churn-{change:03}.yaml")),
-            &bench_manifests([name.as_str()].into_iter(), args.pods),
+            &RouteSet::named([name.as_str()], &pods).to_yaml(),
         );
         let served = published.wait_for(|table| table.lookup(&host, "/").is_some());
         tokio::time::timeout(Duration::from_secs(10), served).await.expect("served in 10 s").expect("publisher runs");

@@ -1,8 +1,12 @@
-//! Manifest files for tests: a temporary directory and YAML generators for Services, EndpointSlices and
-//! Routes, written the way `oc get -o yaml` prints them.
+//! Manifest files for tests: a temporary directory, and the tests' shorthands for Services, EndpointSlices and
+//! Routes, written by the workspace's one manifest generator (`manifest-gen`, as `oc get -o yaml` prints them).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+use manifest_gen::{Backend, EndpointSlice, Manifest, Route, RouteTls as TlsSpec, Service, TlsTermination};
+
+pub use manifest_gen::Namespace;
 
 pub struct ManifestDir {
     dir: tempfile::TempDir,
@@ -39,57 +43,60 @@ impl Default for ManifestDir {
 
 /// A Service plus one EndpointSlice listing `pods` as ready endpoints on a port named `http`.
 pub fn service(namespace: &str, name: &str, pods: &[SocketAddr]) -> String {
-    let port = pods.first().map_or(8080, SocketAddr::port);
-    let mut yaml = format!(
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  ports:\n  - name: http\n    port: 80\n    protocol: TCP\n    targetPort: {port}\n---\n"
-    );
-    yaml.push_str(&endpoint_slice(namespace, name, pods, &[]));
-    yaml
+    service_with(namespace, name, pods, None)
 }
 
 /// EndpointSlices for `service`: one slice per pod (test pods listen on different ports, and a slice has one
 /// port list), `ready` ones with `ready: true`, `not_ready` ones with `ready: false`.
 pub fn endpoint_slice(namespace: &str, service: &str, ready: &[SocketAddr], not_ready: &[SocketAddr]) -> String {
-    endpoint_slice_with(namespace, service, ready, not_ready, None)
+    endpoint_slices(namespace, service, ready, not_ready, None)
 }
 
 /// A Service plus EndpointSlices like `service`, whose port carries `appProtocol: <app_protocol>` on both the
 /// Service and the EndpointSlices (e.g. `h2c` or `kubernetes.io/h2c`: the router then speaks prior-knowledge
 /// HTTP/2 to the pods).
 pub fn service_with_app_protocol(namespace: &str, name: &str, pods: &[SocketAddr], app_protocol: &str) -> String {
-    let port = pods.first().map_or(8080, SocketAddr::port);
-    let mut yaml = format!(
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  ports:\n  - name: http\n    port: 80\n    protocol: TCP\n    appProtocol: {app_protocol}\n    targetPort: {port}\n---\n"
-    );
-    yaml.push_str(&endpoint_slice_with(namespace, name, pods, &[], Some(app_protocol)));
-    yaml
+    service_with(namespace, name, pods, Some(app_protocol))
 }
 
-fn endpoint_slice_with(
+/// The Service targets the first pod's port (8080 without pods).
+fn service_with(namespace: &str, name: &str, pods: &[SocketAddr], app_protocol: Option<&str>) -> String {
+    let port = pods.first().map_or(8080, SocketAddr::port);
+    let service = Service::http(namespace, name, port);
+    let service = match app_protocol {
+        Some(app_protocol) => service.with_app_protocol(app_protocol),
+        None => service,
+    };
+    service.to_yaml() + &endpoint_slices(namespace, name, pods, &[], app_protocol)
+}
+
+/// Slice `<service>-<index>` per pod, for pod `<service>-pod-<index>`.
+fn endpoint_slices(
     namespace: &str,
     service: &str,
     ready: &[SocketAddr],
     not_ready: &[SocketAddr],
     app_protocol: Option<&str>,
 ) -> String {
-    let app_protocol = app_protocol.map_or(String::new(), |p| format!("  appProtocol: {p}\n"));
-    let mut out = String::new();
     let all = ready.iter().map(|a| (a, true)).chain(not_ready.iter().map(|a| (a, false)));
+    let mut out = String::new();
     for (index, (addr, is_ready)) in all.enumerate() {
-        out.push_str(&format!(
-            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-{index}\n  namespace: {namespace}\n  labels:\n    kubernetes.io/service-name: {service}\naddressType: IPv4\nports:\n- name: http\n  port: {port}\n  protocol: TCP\n{app_protocol}endpoints:\n- addresses:\n  - \"{ip}\"\n  conditions:\n    ready: {is_ready}\n  targetRef:\n    kind: Pod\n    name: {service}-pod-{index}\n    namespace: {namespace}\n---\n",
-            port = addr.port(),
-            ip = addr.ip(),
-        ));
+        let slice = EndpointSlice::http(namespace, format!("{service}-{index}"), service, addr.port());
+        let slice = match app_protocol {
+            Some(app_protocol) => slice.with_app_protocol(app_protocol),
+            None => slice,
+        };
+        slice.with_endpoint(addr.ip(), is_ready, format!("{service}-pod-{index}")).write_yaml(&mut out);
     }
     out
 }
 
 /// A plain HTTP route for `host` + `path` to `service`.
 pub fn route(namespace: &str, name: &str, host: &str, path: &str, service: &str) -> String {
-    format!(
-        "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  host: {host}\n  path: {path:?}\n  to:\n    kind: Service\n    name: {service}\n    weight: 100\n  wildcardPolicy: None\n---\n"
-    )
+    let mut route = Route::new(namespace, name, host, service);
+    route.path = path.into();
+    route.wildcard_policy = Some("None".into());
+    route.to_yaml()
 }
 
 /// A route with annotations, labels and extra `spec` fields (YAML lines indented by two spaces, e.g.
@@ -152,27 +159,22 @@ impl<'a> RouteTls<'a> {
         RouteTls { insecure_edge_termination_policy: Some(policy), ..self }
     }
 
-    /// The `  tls:` block, indented for `spec`.
-    pub fn yaml(&self) -> String {
-        let mut out = format!("  tls:\n    termination: {}\n", self.termination);
-        let pem_fields = [
-            ("certificate", self.certificate),
-            ("key", self.key),
-            ("caCertificate", self.ca_certificate),
-            ("destinationCACertificate", self.destination_ca_certificate),
-        ];
-        for (field, value) in pem_fields {
-            if let Some(pem) = value {
-                out.push_str(&format!("    {field}: |\n"));
-                for line in pem.trim_end().lines() {
-                    out.push_str(&format!("      {line}\n"));
-                }
-            }
+    /// The generator's `spec.tls`; panics on a termination other than the three.
+    fn spec(&self) -> TlsSpec {
+        let termination = match self.termination {
+            "edge" => TlsTermination::Edge,
+            "reencrypt" => TlsTermination::Reencrypt,
+            "passthrough" => TlsTermination::Passthrough,
+            other => panic!("RouteTls termination {other:?}: edge, reencrypt or passthrough"),
+        };
+        TlsSpec {
+            certificate: self.certificate.map(str::to_string),
+            key: self.key.map(str::to_string),
+            ca_certificate: self.ca_certificate.map(str::to_string),
+            destination_ca_certificate: self.destination_ca_certificate.map(str::to_string),
+            insecure_edge_termination_policy: self.insecure_edge_termination_policy.map(str::to_string),
+            ..TlsSpec::new(termination)
         }
-        if let Some(policy) = self.insecure_edge_termination_policy {
-            out.push_str(&format!("    insecureEdgeTerminationPolicy: {policy}\n"));
-        }
-        out
     }
 }
 
@@ -194,22 +196,17 @@ impl<'a> RouteSpec<'a> {
     }
 
     pub fn yaml(&self) -> String {
-        let map =
-            |pairs: &[(&str, &str)]| -> String { pairs.iter().map(|(k, v)| format!("    {k}: {v:?}\n")).collect() };
-        let mut metadata = format!("  name: {}\n  namespace: {}\n", self.name, self.namespace);
-        if let Some(created) = self.created {
-            metadata.push_str(&format!("  creationTimestamp: \"{created}\"\n"));
-        }
-        if !self.annotations.is_empty() {
-            metadata.push_str(&format!("  annotations:\n{}", map(self.annotations)));
-        }
-        if !self.labels.is_empty() {
-            metadata.push_str(&format!("  labels:\n{}", map(self.labels)));
-        }
-        let tls = self.tls.map_or(String::new(), |tls| tls.yaml());
-        format!(
-            "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n{metadata}spec:\n  host: {:?}\n  path: {:?}\n  to:\n    kind: Service\n    name: {}\n    weight: {}\n{}{tls}---\n",
-            self.host, self.path, self.service, self.weight, self.extra_spec
-        )
+        let pairs = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let route = Route {
+            created: self.created.map(str::to_string),
+            annotations: pairs(self.annotations),
+            labels: pairs(self.labels),
+            path: self.path.into(),
+            to: Backend { service: self.service.into(), weight: self.weight },
+            extra_spec: self.extra_spec.into(),
+            tls: self.tls.map(|tls| tls.spec()),
+            ..Route::new(self.namespace, self.name, self.host, self.service)
+        };
+        route.to_yaml()
     }
 }

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::setup::dpkg_installed;
 use anyhow::{bail, Context as _};
+
+use crate::packages::dpkg_installed;
 
 /// The upstream release inside Debian's `1.20.5+really1.20.2` source package.
 const KUBERNETES_VERSION: &str = "1.20.2";

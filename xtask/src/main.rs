@@ -3,6 +3,7 @@
 mod apiserver;
 mod bench;
 mod cargo;
+mod packages;
 mod run;
 mod setup;
 mod test;

@@ -17,6 +17,8 @@ use std::{
 
 use anyhow::{bail, Context as _};
 
+use crate::packages::dpkg_installed;
+
 /// Debian packages the tests and benchmarks call.
 const APT_PACKAGES: &[&str] = &[
     "bpftool",
@@ -81,14 +83,6 @@ fn apt_packages() -> anyhow::Result<()> {
         bail!("still not installed after apt-get: {}", still_missing.join(" "));
     }
     Ok(())
-}
-
-/// True when Debian package `package` is installed.
-pub(crate) fn dpkg_installed(package: &str) -> bool {
-    Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}", package])
-        .output()
-        .is_ok_and(|out| out.status.success() && String::from_utf8_lossy(&out.stdout).ends_with("installed"))
 }
 
 /// `program` run directly as root, or through `sudo` otherwise.

@@ -12,11 +12,11 @@
 //!   `server pod:<pod>:<svc>:<port name>:<ip>:<port> ... weight <w>` (1 with one service, up to 256 with several).
 //!
 //! Map lines are sorted reverse-lexically, so the longest path of a host comes first and `map_reg` (first match
-//! wins, a linear scan) finds it.
+//! wins, a linear scan) finds it. `config_excerpt` reads the start of a written configuration back for the results.
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -136,7 +136,7 @@ pub fn render(set: &RouteSet, layout: &Layout, options: &Options) -> Rendered {
             Termination::Http => maps.http.push(format!("{regex} {backend}")),
             Termination::Edge | Termination::Reencrypt => {
                 maps.edge_reencrypt.push(format!("{regex} {backend}"));
-                if let Some(tls) = &route.tls {
+                if let Some(tls) = &route.certificates {
                     let cert_file = format!("certs/{}.pem", route.key());
                     // As the OpenShift router writes it: certificate, key, then the CA certificate.
                     let ca = tls.ca_certificate.as_deref().map_or(String::new(), |ca| format!("{}\n", ca.trim()));
@@ -153,7 +153,7 @@ pub fn render(set: &RouteSet, layout: &Layout, options: &Options) -> Rendered {
             }
         }
         if route.termination == Termination::Reencrypt {
-            if let Some(ca) = route.tls.as_ref().and_then(|tls| tls.destination_ca.as_ref()) {
+            if let Some(ca) = route.certificates.as_ref().and_then(|tls| tls.destination_ca.as_ref()) {
                 files.push((format!("cacerts/{}.pem", route.key()), ca.clone()));
             }
         }
@@ -165,6 +165,35 @@ pub fn render(set: &RouteSet, layout: &Layout, options: &Options) -> Rendered {
     push_frontends(&mut config, layout);
     config.push_str(&backends);
     Rendered { config, maps: maps.into_files(), files }
+}
+
+/// The start of a generated HAProxy config (frontends and the first backend) and of its HTTP map, for the results.
+pub fn config_excerpt(dir: &Path) -> String {
+    let config = std::fs::read_to_string(dir.join(CONFIG_FILE)).unwrap_or_default();
+    let mut out = String::new();
+    let mut backends = 0;
+    for line in config.lines() {
+        if line.starts_with("backend be_")
+            && !line.starts_with("backend be_sni")
+            && !line.starts_with("backend be_no_sni")
+        {
+            backends += 1;
+            if backends > 1 {
+                out.push_str("# ... one backend per route\n");
+                break;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let map = std::fs::read_to_string(dir.join(HTTP_BACKEND_MAP)).unwrap_or_default();
+    let _ = writeln!(out, "\n# {HTTP_BACKEND_MAP}:");
+    for line in map.lines().take(3) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("# ...\n");
+    out
 }
 
 #[derive(Default)]
@@ -430,7 +459,7 @@ fn push_backend(out: &mut String, route: &BenchRoute, layout: &Layout, options: 
         }
         let _ = write!(out, " weight {}", server_weight(route));
         if route.termination == Termination::Reencrypt {
-            let ca = route.tls.as_ref().and_then(|tls| tls.destination_ca.as_ref());
+            let ca = route.certificates.as_ref().and_then(|tls| tls.destination_ca.as_ref());
             match ca {
                 Some(_) => {
                     let ca_file = layout.dir.join(format!("cacerts/{}.pem", route.key()));
@@ -465,10 +494,8 @@ fn server_id(route: &BenchRoute, pod: &str, ip: Ipv4Addr, port: u16) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::super::pki::self_signed_certificate;
-    use super::super::routes::{http_route, Pod, RouteTls};
+    use super::super::routes::{Certificates, Pod};
     use super::*;
 
     fn pods() -> Vec<Pod> {
@@ -485,18 +512,18 @@ mod tests {
         }
     }
 
-    fn mixed_set(tls: Option<RouteTls>) -> RouteSet {
+    fn mixed_set(tls: Option<Certificates>) -> RouteSet {
         let mut set = RouteSet::http(3, &pods());
-        let mut api = http_route("api", &pods());
+        let mut api = BenchRoute::http("api", &pods());
         api.host = set.routes[0].host.clone();
         api.path = "/api".into();
         set.routes.push(api);
         for (name, termination) in
             [("edge", Termination::Edge), ("reen", Termination::Reencrypt), ("pass", Termination::Passthrough)]
         {
-            let mut route = http_route(name, &pods());
+            let mut route = BenchRoute::http(name, &pods());
             route.termination = termination;
-            route.tls = if termination == Termination::Passthrough { None } else { tls.clone() };
+            route.certificates = if termination == Termination::Passthrough { None } else { tls.clone() };
             set.routes.push(route);
         }
         set
@@ -567,7 +594,7 @@ mod tests {
         let (certificate, key) = self_signed_certificate(&dir.join("tls"), "bench.example.com").expect("certificate");
         let layout = layout(&dir);
         std::fs::write(&layout.default_certificate, format!("{certificate}{key}")).expect("default cert");
-        let tls = RouteTls {
+        let tls = Certificates {
             certificate: certificate.clone(),
             key,
             ca_certificate: Some(certificate.clone()),

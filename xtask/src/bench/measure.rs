@@ -2,16 +2,17 @@
 //! the XDP group's SYN flood), read the proxy's and the machine's CPU from /proc, and run again (within the bench's
 //! extra-time budget) when other processes took noticeable CPU meanwhile.
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::backend::{HUGE_PATH, LARGE_PATH};
 use super::loadgen::{H2load, Wrk, CLIENT_CPU};
 use super::machine::{wait_for_idle, CpuBusy};
+use super::plan::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
 use super::process::{self, reaped_children_ticks};
-use super::runner::{Bench, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
-use super::scenario::{Load, Sample, Scenario, FIXED_RATE};
+use super::results::Sample;
+use super::scenario::{Load, Scenario, FIXED_RATE};
+use super::stage::Stage;
 
 /// Concurrent streams per connection of the HTTP/2 runs (h2load `-m`).
 const HTTP2_STREAMS: u32 = 10;
@@ -32,7 +33,35 @@ enum LoadRun {
     H2load(H2load),
 }
 
-impl Bench {
+/// The measuring side of a bench run: the clock tick rate, the extra-time budget spent so far (idle waits and
+/// reruns), and the processes whose CPU is the run's own.
+pub struct Meter {
+    hz: f64,
+    quick: bool,
+    /// The pods (nginx): their CPU is the run's own, on the load's CPU.
+    pods_pid: u32,
+    /// Spent on idle waits and reruns so far.
+    pub extra_time: Duration,
+    pub reruns: u32,
+    pub idle_timeouts: u32,
+    /// The proxies of the current group: every one's CPU is the run's own (the idle one's timers are not another
+    /// process's noise).
+    pub proxy_pids: Vec<u32>,
+}
+
+impl Meter {
+    pub fn new(stage: &Stage) -> Meter {
+        Meter {
+            hz: process::clock_ticks_per_second(),
+            quick: stage.quick,
+            pods_pid: stage.backends.proc.pid(),
+            extra_time: Duration::ZERO,
+            reruns: 0,
+            idle_timeouts: 0,
+            proxy_pids: Vec::new(),
+        }
+    }
+
     /// Waits for idle CPUs (BENCH-METHOD 6) while the extra-time budget lasts; the wait counts against it.
     pub fn wait_for_idle(&mut self) {
         if self.quick || self.extra_time >= EXTRA_TIME_BUDGET {
@@ -47,63 +76,16 @@ impl Bench {
         self.extra_time += start.elapsed().saturating_sub(Duration::from_millis(300));
     }
 
-    /// The command line of `scenario`'s load against `endpoint`.
-    fn load_run(&self, scenario: &Scenario, endpoint: &Endpoint) -> LoadRun {
-        let load = scenario.load;
-        let host = endpoint.host.clone();
-        if !load.is_tls() {
-            let path = if load == Load::Bulk { LARGE_PATH } else { "/" };
-            let url = format!("http://{}{path}", endpoint.addr);
-            if load == Load::FixedRate {
-                let log = self.work.join("h2load.log");
-                return LoadRun::H2load(H2load::fixed_rate(
-                    url,
-                    host,
-                    scenario.connections,
-                    FIXED_RATE,
-                    scenario.duration,
-                    log,
-                ));
-            }
-            let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
-            wrk.script = (load == Load::RandomPath).then(|| self.script.clone());
-            wrk.close = load.closes();
-            return LoadRun::Wrk(wrk);
-        }
-        // TLS: the URL names the route (SNI), the connection goes to the endpoint's address.
-        let name = host.clone().unwrap_or_default();
-        let path = if load == Load::PassthroughBulk { HUGE_PATH } else { "/" };
-        let url = format!("https://{name}:{}{path}", endpoint.addr.port());
-        if load == Load::EdgeHttp2 {
-            return LoadRun::H2load(H2load {
-                url,
-                host,
-                clients: scenario.connections,
-                rate: None,
-                http1: false,
-                streams: HTTP2_STREAMS,
-                duration: scenario.duration,
-                log: self.work.join("h2load.log"),
-                connect_to: Some(endpoint.addr),
-                client_config: Some(self.client_config.clone()),
-            });
-        }
-        let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
-        wrk.script = Some(self.connect_script(endpoint.addr.ip()));
-        wrk.close = load.closes();
-        wrk.timeout = (load == Load::PassthroughBulk).then_some(BULK_TIMEOUT);
-        wrk.env = vec![("OPENSSL_CONF".into(), self.client_config.display().to_string())];
-        LoadRun::Wrk(wrk)
-    }
-
-    fn connect_script(&self, ip: IpAddr) -> PathBuf {
-        self.connect_scripts.get(&ip).cloned().unwrap_or_else(|| self.work.join(format!("connect-{ip}.lua")))
-    }
-
     /// One run of `scenario` against `endpoint`: waits for idle CPUs, runs the load, reads the proxy's CPU, and
     /// reruns (within the budget) when other processes took noticeable CPU meanwhile.
-    pub fn measure(&mut self, scenario: &Scenario, endpoint: &Endpoint, rep: u32) -> anyhow::Result<(Sample, String)> {
-        self.measure_load(scenario, endpoint, rep, Vec::new(), true)
+    pub fn measure(
+        &mut self,
+        stage: &Stage,
+        scenario: &Scenario,
+        endpoint: &Endpoint,
+        rep: u32,
+    ) -> anyhow::Result<(Sample, String)> {
+        self.measure_load(stage, scenario, endpoint, rep, Vec::new(), true)
     }
 
     /// `measure`, with more processes whose CPU is the run's own (`ours`: PID and CPU), and the noise check off when
@@ -111,13 +93,14 @@ impl Bench {
     /// other processes').
     pub fn measure_load(
         &mut self,
+        stage: &Stage,
         scenario: &Scenario,
         endpoint: &Endpoint,
         rep: u32,
         ours: Vec<(u32, usize)>,
         check_noise: bool,
     ) -> anyhow::Result<(Sample, String)> {
-        let run = self.load_run(scenario, endpoint);
+        let run = load_run(stage, scenario, endpoint);
         let duration = scenario.duration;
         let watch = Watch { proxy_pid: endpoint.proxy_pid, ours, check_noise };
         let (sample, command, ()) = self.measure_with(&watch, || Ok(()), || run.measure(rep, duration))?;
@@ -152,7 +135,7 @@ impl Bench {
             let busy_before = CpuBusy::sample();
             let proxy_before = watch.proxy_pid.map(process::cpu_ticks).transpose()?;
             let proxies_before: u64 = self.proxy_pids.iter().filter_map(|pid| process::cpu_ticks(*pid).ok()).sum();
-            let nginx_before = self.backends.proc.cpu_ticks()?;
+            let nginx_before = process::cpu_ticks(self.pods_pid)?;
             let ours_before = ours_ticks();
             let children_before = reaped_children_ticks()?;
             let wall = Instant::now();
@@ -166,7 +149,7 @@ impl Bench {
                 (Some(pid), Some(before)) => Some(process::cpu_ticks(pid)?.saturating_sub(before)),
                 _ => None,
             };
-            let nginx_ticks = self.backends.proc.cpu_ticks()?.saturating_sub(nginx_before);
+            let nginx_ticks = process::cpu_ticks(self.pods_pid)?.saturating_sub(nginx_before);
             let ours_after = ours_ticks();
             let other_ours = [0, 1].map(|cpu| ours_after[cpu].saturating_sub(ours_before[cpu]));
             let client_ticks = reaped_children_ticks()?.saturating_sub(children_before);
@@ -206,6 +189,55 @@ impl Bench {
             return Ok((sample, command, beside));
         }
     }
+}
+
+/// The command line of `scenario`'s load against `endpoint`.
+fn load_run(stage: &Stage, scenario: &Scenario, endpoint: &Endpoint) -> LoadRun {
+    let load = scenario.load;
+    let host = endpoint.host.clone();
+    if !load.is_tls() {
+        let path = if load == Load::Bulk { LARGE_PATH } else { "/" };
+        let url = format!("http://{}{path}", endpoint.addr);
+        if load == Load::FixedRate {
+            let log = stage.work.join("h2load.log");
+            return LoadRun::H2load(H2load::fixed_rate(
+                url,
+                host,
+                scenario.connections,
+                FIXED_RATE,
+                scenario.duration,
+                log,
+            ));
+        }
+        let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
+        wrk.script = (load == Load::RandomPath).then(|| stage.script.clone());
+        wrk.close = load.closes();
+        return LoadRun::Wrk(wrk);
+    }
+    // TLS: the URL names the route (SNI), the connection goes to the endpoint's address.
+    let name = host.clone().unwrap_or_default();
+    let path = if load == Load::PassthroughBulk { HUGE_PATH } else { "/" };
+    let url = format!("https://{name}:{}{path}", endpoint.addr.port());
+    if load == Load::EdgeHttp2 {
+        return LoadRun::H2load(H2load {
+            url,
+            host,
+            clients: scenario.connections,
+            rate: None,
+            http1: false,
+            streams: HTTP2_STREAMS,
+            duration: scenario.duration,
+            log: stage.work.join("h2load.log"),
+            connect_to: Some(endpoint.addr),
+            client_config: Some(stage.client_config.clone()),
+        });
+    }
+    let mut wrk = Wrk::new(url, host, scenario.connections, scenario.duration);
+    wrk.script = Some(stage.connect_script(endpoint.addr.ip()));
+    wrk.close = load.closes();
+    wrk.timeout = (load == Load::PassthroughBulk).then_some(BULK_TIMEOUT);
+    wrk.env = vec![("OPENSSL_CONF".into(), stage.client_config.display().to_string())];
+    LoadRun::Wrk(wrk)
 }
 
 /// What the load of one run measured, before the CPU readings are added.

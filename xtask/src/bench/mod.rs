@@ -1,15 +1,23 @@
 //! `cargo xtask bench`: the router side by side with HAProxy (the OpenShift router's engine, with the configuration
 //! the OpenShift router would write) and a direct connection to a backend, following ../shared/BENCH-METHOD.md.
 //!
-//! - `scenario`: contenders, loads, scenarios, samples and the outcome; `plan`: which scenarios a run does;
+//! One-way flow: `plan` -> run (`runner`, `churn`, `xdp`, over a `stage` and a `measure::Meter`) -> `results`
+//! -> `report`. Lower layers never reach up: the report reads only results (and the plan's stated budget), the
+//! results and the scenarios are plain values, and the tools below the runner know nothing of it.
+//!
+//! - `scenario`: contenders, loads, scenarios; `plan`: which scenarios a run does, and its budget;
+//! - `stage`: what every group shares (work dir, router binary, pods, certificates, client files);
 //! - `runner`: starting a group's proxies and measuring each run; `churn`: route changes under load;
-//! - `routes`: one route generator for both proxies (manifests for the router); `haproxy`: the HAProxy config;
-//! - `backend`: nginx as the pods; `proxies`: starting, reloading and probing the proxies;
-//! - `loadgen`: wrk / h2load command lines and parsing; `machine`: CPU idleness and machine facts;
-//! - `process`: the processes the bench starts, /proc readings, probes; `stats`: median/min/max;
+//! - `measure`: one measured run (idle wait, load, CPU readings, noise check and reruns);
 //! - `xdp`: the XDP group (nodePort through XDP / iptables / direct in network namespaces, a SYN flood, passthrough
 //!   relays); `netns`: the namespaces it makes; `interrupt`: their removal on Ctrl-C;
-//! - `report`: the markdown tables and the SVG chart in bench/results/.
+//! - `results`: what a run found; `report`: the markdown tables and the SVG chart in bench/results/;
+//! - `routes`: the route sets of both proxies (`manifest-gen`); `haproxy`: the HAProxy config;
+//! - `backend`: nginx as the pods; `proxies`: starting, reloading and probing the proxies; `pki`, `tls`: the
+//!   certificates and the TLS clients;
+//! - `loadgen`: wrk / h2load command lines and parsing; `machine`: CPU idleness and machine facts;
+//! - `process`: the processes the bench starts, /proc readings, probes; `stats`: median/min/max; `numbers`:
+//!   number formatting.
 //!
 //! Core split: the proxy alone on CPU1; wrk/h2load and nginx on CPU0. Contenders run back to back within each
 //! repetition (order rotated per repetition), so ratios come from the same minutes of the same machine.
@@ -22,34 +30,37 @@ mod loadgen;
 mod machine;
 mod measure;
 mod netns;
+mod numbers;
 mod pki;
 mod plan;
 mod process;
 mod proxies;
 mod report;
+mod results;
 mod routes;
 mod runner;
 mod scenario;
+mod stage;
 mod stats;
 mod tls;
 mod xdp;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
 use crate::cargo::{cargo, workspace_root};
-use backend::Backends;
-use loadgen::write_random_path_script;
 use machine::MachineInfo;
-use pki::Pki;
+use measure::Meter;
+use numbers::thousands;
 pub use plan::XdpMode;
-use process::clock_ticks_per_second;
-use proxies::default_certificate;
-use routes::RouteSet;
-use runner::{haproxy_options, Bench};
-use scenario::Outcome;
+use process::on_path;
+use proxies::{default_certificate, haproxy_options};
+use results::xdp::XdpStatus;
+use results::Outcome;
+use routes::{write_manifests, Pod, RouteSet};
+use stage::Stage;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
@@ -92,84 +103,49 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let plan = plan::plan(args.quick, h2load, args.xdp_mode).select(&args.only)?;
     let binary = router_binary(args.quick)?;
     let work = WorkDir::create()?;
-    let info = MachineInfo::collect();
-    let pki = Pki::create(&work.path.join("pki"))?;
-    let backends = Backends::start(&work.path.join("nginx"), &pki)?;
-    let script = write_random_path_script(&work.path)?;
-    let client_config = tls::write_client_config(&work.path)?;
-    let mut connect_scripts = std::collections::BTreeMap::new();
-    for ip in [std::net::Ipv4Addr::LOCALHOST, backends.tls_pods[0].ip] {
-        connect_scripts.insert(ip.into(), tls::write_connect_script(&work.path, ip.into())?);
-    }
-    let mut bench = Bench {
-        work: work.path.clone(),
-        binary,
-        backends,
-        certificate: pki.default_pem.clone(),
-        pki,
-        client_config,
-        connect_scripts,
-        script,
-        hz: clock_ticks_per_second(),
+    let runs = if args.quick { 1 } else { args.runs.max(1) };
+    let mut outcome = Outcome {
+        info: MachineInfo::collect(),
         quick: args.quick,
-        runs: if args.quick { 1 } else { args.runs.max(1) },
+        runs,
         results: Vec::new(),
         lifecycle: Vec::new(),
         churn: Vec::new(),
         setup_commands: Vec::new(),
         reruns: 0,
         idle_timeouts: 0,
+        h2load,
+        wall: started.elapsed(),
         haproxy_sample: String::new(),
         failed_runs: Vec::new(),
         cookies: None,
-        extra_time: Duration::ZERO,
-        proxy_pids: Vec::new(),
+        xdp: None,
+        only: args.only.clone(),
+        random_path_script: loadgen::RANDOM_PATH_SCRIPT.into(),
     };
-    bench.setup_commands.push(format!(
-        "taskset -c {} nginx -p {dir} -e {dir}/error.log -c {}  # pods: {}; TLS on :{}, without resumption on :{}",
-        loadgen::CLIENT_CPU,
-        bench.backends.config.display(),
-        bench.backends.pods.iter().map(|p| format!("{}:{}", p.ip, p.port)).collect::<Vec<_>>().join(" "),
-        bench.backends.tls_pods[0].port,
-        bench.backends.tls_full_port,
-        dir = bench.backends.config.parent().map_or(String::new(), |d| d.display().to_string()),
-    ));
+    let stage = Stage::prepare(&work.path, binary, args.quick, runs)?;
+    let mut meter = Meter::new(&stage);
+    outcome.setup_commands.push(stage.pods_command());
 
     for group in &plan.groups {
         match group.tls {
-            None => println!("bench: {} routes", report::thousands(group.routes)),
+            None => println!("bench: {} routes", thousands(group.routes)),
             Some(tls) => println!(
                 "bench: {} mixed routes (HTTP, edge, reencrypt, passthrough), TLS session resumption {}",
-                report::thousands(group.routes),
+                thousands(group.routes),
                 if tls.resumption { "on" } else { "off" }
             ),
         }
-        bench.run_group(group)?;
+        runner::run_group(&stage, &mut meter, group, &mut outcome)?;
     }
-    let xdp = plan.xdp.as_ref().map(|xdp| {
+    if let Some(xdp) = &plan.xdp {
         println!("bench: XDP group: nodePort in network namespaces ({} mode), passthrough relays", xdp.mode.as_str());
-        bench.run_xdp(xdp)
-    });
-
-    let outcome = Outcome {
-        info,
-        quick: bench.quick,
-        runs: bench.runs,
-        results: std::mem::take(&mut bench.results),
-        lifecycle: std::mem::take(&mut bench.lifecycle),
-        churn: std::mem::take(&mut bench.churn),
-        setup_commands: std::mem::take(&mut bench.setup_commands),
-        reruns: bench.reruns,
-        idle_timeouts: bench.idle_timeouts,
-        h2load,
-        wall: started.elapsed(),
-        haproxy_sample: std::mem::take(&mut bench.haproxy_sample),
-        failed_runs: std::mem::take(&mut bench.failed_runs),
-        cookies: bench.cookies,
-        xdp,
-        only: args.only.clone(),
-    };
-    drop(bench);
+        outcome.xdp = Some(xdp::run(&stage, &mut meter, xdp, &mut outcome.failed_runs));
+    }
+    outcome.reruns = meter.reruns;
+    outcome.idle_timeouts = meter.idle_timeouts;
+    outcome.wall = started.elapsed();
+    drop(stage);
     drop(work);
 
     let dir =
@@ -190,24 +166,24 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         check_quick(&outcome)?;
     }
     match outcome.xdp.as_ref().map(|xdp| &xdp.status) {
-        Some(xdp::XdpStatus::Failed(reason)) => bail!("the XDP group failed: {reason}"),
+        Some(XdpStatus::Failed(reason)) => bail!("the XDP group failed: {reason}"),
         // Asked for the XDP group alone and it could not run: not a pass.
-        Some(xdp::XdpStatus::Skipped(reason)) if plan.groups.is_empty() => bail!("the XDP group was skipped: {reason}"),
+        Some(XdpStatus::Skipped(reason)) if plan.groups.is_empty() => bail!("the XDP group was skipped: {reason}"),
         _ => Ok(()),
     }
 }
 
 /// `--generate DIR`: the route set as manifests and as HAProxy configuration (HTTP on 127.0.0.1:8080, HTTPS on :8443).
 fn generate(dir: &Path, count: usize) -> anyhow::Result<()> {
-    let pods: Vec<routes::Pod> = backend::POD_IPS
+    let pods: Vec<Pod> = backend::POD_IPS
         .iter()
         .enumerate()
-        .map(|(i, ip)| routes::Pod { name: format!("bench-pod-{i}"), ip: *ip, port: 8080 })
+        .map(|(i, ip)| Pod { name: format!("bench-pod-{i}"), ip: *ip, port: 8080 })
         .collect();
     let set = RouteSet::http(count, &pods);
     let manifest_dir = dir.join("manifests");
     std::fs::create_dir_all(&manifest_dir).with_context(|| format!("creating {}", manifest_dir.display()))?;
-    set.write_manifests(&manifest_dir.join("routes.yaml"))?;
+    write_manifests(&set, &manifest_dir.join("routes.yaml"))?;
     let haproxy_dir = dir.join("haproxy");
     let layout = haproxy::Layout {
         dir: haproxy_dir.clone(),
@@ -279,10 +255,6 @@ fn build_router(quick: bool) -> anyhow::Result<PathBuf> {
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// The bench's scratch directory (configs, manifests, logs, sockets), removed at the end.

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
 
-use super::routes::{RouteTls, DOMAIN, NAMESPACE};
+use super::routes::{Certificates, DOMAIN, NAMESPACE};
 
 pub struct Pki {
     /// The CA certificate (PEM file), as clients and reencrypt verify against.
@@ -59,8 +59,8 @@ impl Pki {
     }
 
     /// An edge route's `spec.tls` (certificate, key, caCertificate); reencrypt adds destinationCACertificate.
-    pub fn route_tls(&self, reencrypt: bool) -> RouteTls {
-        RouteTls {
+    pub fn route_tls(&self, reencrypt: bool) -> Certificates {
+        Certificates {
             certificate: self.route_certificate.clone(),
             key: self.route_key.clone(),
             ca_certificate: Some(self.ca_pem.clone()),

@@ -1,10 +1,22 @@
 //! Which scenarios a run does, grouped by route set (both proxies are started once per group): plain HTTP sets of
 //! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then the XDP group (network namespaces; not in `--quick`).
-//! `--only` picks groups by name.
+//! `--only` picks groups by name. Also the run's budget (noise limit, idle waits, extra time) and the churn's size,
+//! which the runner keeps to and the report states.
 
 use std::time::Duration;
 
 use super::scenario::{Contender, Load, Scenario};
+
+/// A run is repeated when processes other than the contenders took more than this share of a CPU.
+pub const NOISE_LIMIT: f64 = 0.05;
+/// Time a whole bench may spend beyond its planned runs (waiting for idle CPUs, rerunning noisy runs): the
+/// planned runs take about 18 minutes (HTTP about 12 with the route churn, TLS about 4.4, XDP about 1.6), so a
+/// full bench stays under 20.
+pub const EXTRA_TIME_BUDGET: Duration = Duration::from_secs(120);
+/// Longest wait for idle CPUs before one run.
+pub const IDLE_WAIT: Duration = Duration::from_secs(10);
+/// Route changes in the churn scenario.
+pub const CHURN_CHANGES: usize = 50;
 
 /// Routes of each kind in a mixed TLS group (HTTP, edge, reencrypt, passthrough: BENCH-METHOD's "1k http + 1k edge
 /// + 1k passthrough", plus 1k reencrypt).

@@ -1,5 +1,5 @@
 //! Processes the bench starts (pinned with `taskset`), stopped by PID when dropped; their CPU time and memory from
-//! /proc; free loopback ports; a minimal HTTP/1.1 probe.
+//! /proc, and the kernel's softirq threads; programs on PATH; free loopback ports; a minimal HTTP/1.1 probe.
 
 use std::fs::File;
 use std::io::{Read as _, Write as _};
@@ -52,11 +52,6 @@ impl Proc {
     /// Still running (not exited and reaped).
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// utime + stime of the whole process (all threads), in clock ticks.
-    pub fn cpu_ticks(&self) -> anyhow::Result<u64> {
-        cpu_ticks(self.pid())
     }
 
     /// Resident set size in KiB.
@@ -190,6 +185,19 @@ pub fn pids_named(prefix: &str) -> Vec<(u32, String)> {
             comm.starts_with(prefix).then(|| (pid, comm.trim().to_string()))
         })
         .collect()
+}
+
+/// The kernel's `ksoftirqd/<cpu>` threads and the CPU each serves.
+pub fn softirq_threads() -> Vec<(u32, usize)> {
+    pids_named("ksoftirqd/")
+        .into_iter()
+        .filter_map(|(pid, name)| Some((pid, name.strip_prefix("ksoftirqd/")?.parse().ok()?)))
+        .collect()
+}
+
+/// Whether `program` is an executable file in a PATH directory.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Clock ticks of children this process has waited for (cutime + cstime): how the CPU of a finished `wrk` is read.

@@ -1,6 +1,7 @@
 //! The two proxies under test, pinned to the proxy CPU: Debian's HAProxy with the generated OpenShift-style
 //! configuration (reloaded the way the OpenShift router does: a new process takes the listening sockets over the
-//! stats socket, `-x`, and tells the old one to finish, `-sf`), and our router on a manifest directory.
+//! stats socket, `-x`, and tells the old one to finish, `-sf`), and our router on a manifest directory; with the
+//! HAProxy options every run uses (the same work as the router does).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,38 @@ const START_LIMIT: Duration = Duration::from_secs(90);
 /// Serves `route` with 200 at `addr` now.
 pub fn serves(addr: SocketAddr, route: &BenchRoute) -> bool {
     http_status(addr, &route.host, "/", Duration::from_secs(2)).is_ok_and(|code| code == 200)
+}
+
+/// The route a start waits for: the set's target.
+fn start_target(set: &RouteSet) -> anyhow::Result<&BenchRoute> {
+    set.target().context("an empty route set has no route to wait for")
+}
+
+/// The HAProxy options of every run: the same work as the router does.
+pub fn haproxy_options(cookies: bool) -> haproxy::Options {
+    haproxy::Options {
+        // The sticky cookie when the router inserts one; else `disable_cookies` on every route.
+        cookies,
+        // No active health checks on either (the router's are set to a day, see `proxies::ROUTER_ENV`): with
+        // OpenShift's `check inter 5000ms`, 10,000 routes x 4 pods would be 8,000 connects/s per proxy, on the
+        // same nginx as the load.
+        health_checks: false,
+        // BENCH-METHOD: one worker thread.
+        threads: 1,
+        maxconn: haproxy_maxconn(),
+        ..haproxy::Options::default()
+    }
+}
+
+/// OpenShift's 50,000, or less when the open-files limit cannot hold it (HAProxy needs ~2 descriptors per connection
+/// and refuses to start otherwise); far above the bench's few hundred connections either way.
+fn haproxy_maxconn() -> u32 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    let hard = if ok { limit.rlim_max } else { 1024 };
+    let fits = hard.saturating_sub(200) / 2;
+    u32::try_from(fits.min(50_000)).unwrap_or(50_000).max(1000)
 }
 
 pub struct Haproxy {
@@ -49,6 +82,7 @@ impl Haproxy {
     /// until `set`'s target route answered 200.
     pub fn start(set: &RouteSet, layout: Layout, options: Options) -> anyhow::Result<(Haproxy, Duration)> {
         let begin = Instant::now();
+        let target = start_target(set)?;
         let config = haproxy::write(set, &layout, &options)?;
         let log_dir = layout.dir.clone();
         let current = Proc::spawn(
@@ -60,7 +94,7 @@ impl Haproxy {
         )?;
         let mut haproxy = Haproxy { layout, options, current, old: Vec::new(), log_dir, starts: 1 };
         let addr = haproxy.http_addr();
-        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, set.target()));
+        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, target));
         let running = haproxy.current.running();
         let up = up.with_context(|| {
             format!(
@@ -144,6 +178,7 @@ impl Router {
         tls_resumption: bool,
         passthrough_sockmap: bool,
     ) -> anyhow::Result<(Router, Duration)> {
+        let target = start_target(set)?;
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
@@ -164,7 +199,7 @@ impl Router {
             binary: binary.into(),
         };
         let addr = router.http_addr();
-        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, set.target()));
+        let up = wait_until(START_LIMIT, Duration::from_millis(10), || serves(addr, target));
         let running = router.proc.running();
         up.with_context(|| format!("router does not serve (running: {running}); {}", log_tail(log, 20)))?;
         Ok((router, begin.elapsed()))

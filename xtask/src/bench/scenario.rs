@@ -1,14 +1,10 @@
-//! What a bench run measures and what it found: the contenders, the loads, a scenario (load x route count x
-//! contenders), one run's sample, and the whole outcome the report is written from.
+//! What a bench run measures: the contenders, the loads, and a scenario (load x route count x contenders). Plain
+//! values: the plan is made of them, the runner runs them, the results and the report name them.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::machine::MachineInfo;
-use super::report;
+use super::numbers::thousands;
 use super::routes::Termination;
-use super::tls::Negotiated;
-use super::xdp::XdpOutcome;
 
 /// Total rate of the fixed-rate latency runs (BENCH-METHOD: e.g. 20k requests/s).
 pub const FIXED_RATE: u32 = 20_000;
@@ -112,103 +108,6 @@ impl Scenario {
             Load::PassthroughNewConnection => "passthrough new connections".to_string(),
         };
         let mixed = if self.load.is_tls() { " mixed" } else { "" };
-        format!("{what}, {}{mixed} routes", report::thousands(self.routes))
+        format!("{what}, {}{mixed} routes", thousands(self.routes))
     }
-}
-
-/// One run of one contender.
-#[derive(Clone, Debug, Default)]
-pub struct Sample {
-    pub rep: u32,
-    pub requests_per_second: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub p999_ms: Option<f64>,
-    /// Proxy CPU (utime + stime) per request, microseconds.
-    pub us_per_request: Option<f64>,
-    /// Proxy CPU over the run, percent of one CPU.
-    pub cpu_percent: Option<f64>,
-    /// The whole machine's busy CPU over the run (every process, interrupt and softirq context included), percent
-    /// of one CPU (up to 200 on two).
-    pub machine_cpu_percent: Option<f64>,
-    pub errors: u64,
-    pub bytes_per_second: f64,
-    /// Other processes took noticeable CPU and the rerun budget was spent.
-    pub noisy: bool,
-}
-
-pub struct ScenarioResult {
-    pub scenario: Scenario,
-    pub samples: BTreeMap<Contender, Vec<Sample>>,
-    pub commands: BTreeMap<Contender, String>,
-    /// Contenders that could not run the scenario, and why (the router before it serves TLS).
-    pub unavailable: BTreeMap<Contender, String>,
-    /// TLS scenarios: what the client negotiated with each contender (probed once before the runs).
-    pub negotiated: BTreeMap<Contender, Negotiated>,
-}
-
-impl ScenarioResult {
-    pub fn new(scenario: &Scenario) -> ScenarioResult {
-        ScenarioResult {
-            scenario: scenario.clone(),
-            samples: BTreeMap::new(),
-            commands: BTreeMap::new(),
-            unavailable: BTreeMap::new(),
-            negotiated: BTreeMap::new(),
-        }
-    }
-}
-
-/// Start time and memory of a proxy at a route count.
-pub struct Lifecycle {
-    pub contender: Contender,
-    pub routes: usize,
-    /// The mixed set of the TLS scenarios (HTTP, edge, reencrypt and passthrough routes with certificates).
-    pub mixed: bool,
-    pub config_bytes: u64,
-    pub start: Duration,
-    pub rss_idle_kib: u64,
-    pub rss_loaded_kib: u64,
-}
-
-/// Route changes under load.
-pub struct Churn {
-    pub contender: Contender,
-    pub routes: usize,
-    pub changes: usize,
-    /// From the start of writing the change until the new route answered 200, per change.
-    pub latencies_ms: Vec<f64>,
-    /// Changes whose route did not answer within the limit.
-    pub timeouts: usize,
-    pub requests: u64,
-    pub non_2xx: u64,
-    pub socket_errors: u64,
-    pub seconds: f64,
-    /// Most HAProxy processes alive at once (old ones finishing their connections).
-    pub max_processes: usize,
-    /// Why the churn stopped before `CHURN_CHANGES` changes.
-    pub stopped: Option<String>,
-    pub command: String,
-}
-
-pub struct Outcome {
-    pub info: MachineInfo,
-    pub quick: bool,
-    pub runs: u32,
-    pub results: Vec<ScenarioResult>,
-    pub lifecycle: Vec<Lifecycle>,
-    pub churn: Vec<Churn>,
-    pub setup_commands: Vec<String>,
-    pub reruns: u32,
-    pub idle_timeouts: u32,
-    pub h2load: bool,
-    pub wall: Duration,
-    pub haproxy_sample: String,
-    pub failed_runs: Vec<String>,
-    /// Whether both proxies inserted the sticky cookie (the router's behaviour, mirrored on HAProxy).
-    pub cookies: Option<bool>,
-    /// The XDP group (none: not in this run).
-    pub xdp: Option<XdpOutcome>,
-    /// `--only` (empty: every group).
-    pub only: Vec<String>,
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 
 use super::process::{output_within, output_within_from};
+use super::results::Negotiated;
 
 /// The one TLS 1.3 cipher suite every client offers.
 pub const CIPHERSUITE: &str = "TLS_AES_256_GCM_SHA384";
@@ -73,17 +74,6 @@ pub fn https_get(
     }
     let (status, version) = text.split_once(' ').unwrap_or((&text, ""));
     Ok((status.parse().with_context(|| format!("curl printed {text:?}"))?, version.to_string()))
-}
-
-/// What the bench's TLS client negotiates at an endpoint.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Negotiated {
-    pub protocol: String,
-    pub cipher: String,
-    /// Key exchange group (`Server Temp Key`).
-    pub group: String,
-    /// Whether a second connection resumed the first one's session.
-    pub resumed: bool,
 }
 
 /// Two `openssl s_client` connections for `host` at `addr`, each sending one HTTP/1.1 request and reading the

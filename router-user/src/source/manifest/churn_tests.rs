@@ -5,18 +5,18 @@
 
 use std::time::{Duration, Instant};
 
+use manifest_gen::{loopback_pods, RouteSet};
+
 use super::store::ManifestSource;
-use super::synthetic::bench_manifests;
 use super::tree;
 use crate::admission::admit;
 use crate::table::{build, build_from, BuildOptions};
 
 const ROUTES: usize = 10_000;
 
-/// The bench's Service + EndpointSlice (4 pods) + Route per name.
+/// The bench's Service + EndpointSlice (4 pods on 127.0.0.11-14:8080) + Route per name.
 fn manifests(names: impl Iterator<Item = String>) -> String {
-    let names: Vec<String> = names.collect();
-    bench_manifests(names.iter().map(String::as_str), 4)
+    RouteSet::named(names, &loopback_pods(4, 8080)).to_yaml()
 }
 
 fn ms(d: Duration) -> String {

@@ -12,13 +12,11 @@ mod document;
 mod error;
 mod parse;
 mod store;
-mod synthetic;
 mod tree;
 mod watch;
 
 pub use error::ManifestError;
 pub use store::ManifestSource;
-pub use synthetic::bench_manifests;
 pub use watch::spawn_watch;
 #[cfg(test)]
 mod churn_tests;

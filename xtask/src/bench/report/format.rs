@@ -1,21 +1,9 @@
 //! Number formatting and the per-contender summaries (median (min–max), paired ratios router / HAProxy) the tables
 //! and the chart are made of.
 
-use super::super::scenario::{Contender, Sample, ScenarioResult};
+use super::super::results::{Sample, ScenarioResult};
+use super::super::scenario::Contender;
 use super::super::stats::{paired_ratio, Summary};
-
-/// `10000` -> `10,000`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 pub fn values(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> Vec<f64> {
     samples.map(|s| s.iter().filter_map(&pick).collect()).unwrap_or_default()
@@ -76,14 +64,6 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(10), "10");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(10_000), "10,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 
     #[test]
     fn ranges_and_si_units() {

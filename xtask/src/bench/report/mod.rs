@@ -1,5 +1,6 @@
-//! The results: a markdown file (tables with median (min–max), ratios ours / HAProxy, the machine, the commit and
-//! the exact commands) and an SVG chart beside it.
+//! The report of a run's `results::Outcome`: a markdown file (tables with median (min–max), ratios ours / HAProxy,
+//! the machine, the commit and the exact commands) and an SVG chart beside it, and the terminal's summary tables.
+//! It reads the outcome and the plan's stated budget, never the runner's state.
 
 mod format;
 mod svg;
@@ -13,12 +14,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-pub use format::thousands;
 pub use tables::summary_table;
 
-use super::churn::CHURN_CHANGES;
-use super::runner::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
-use super::scenario::{Outcome, Sample, FIXED_RATE};
+use super::plan::{CHURN_CHANGES, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
+use super::results::xdp::XdpStatus;
+use super::results::{Outcome, Sample};
+use super::scenario::FIXED_RATE;
 use svg::svg;
 use tables::{bulk_table, churn_table, fixed_rate_table, lifecycle_table, scaling_table};
 use targets::targets;
@@ -44,35 +45,6 @@ pub fn write(outcome: &Outcome, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)
         .with_context(|| format!("writing {}", markdown_path.display()))?;
     std::fs::write(&svg_path, svg(outcome, &stamp)).with_context(|| format!("writing {}", svg_path.display()))?;
     Ok((markdown_path, svg_path))
-}
-
-/// The start of a generated HAProxy config (frontends and the first backend) and of its HTTP map, for the results.
-pub fn config_excerpt(dir: &Path) -> String {
-    let config = std::fs::read_to_string(dir.join(super::haproxy::CONFIG_FILE)).unwrap_or_default();
-    let mut out = String::new();
-    let mut backends = 0;
-    for line in config.lines() {
-        if line.starts_with("backend be_")
-            && !line.starts_with("backend be_sni")
-            && !line.starts_with("backend be_no_sni")
-        {
-            backends += 1;
-            if backends > 1 {
-                out.push_str("# ... one backend per route\n");
-                break;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    let map = std::fs::read_to_string(dir.join(super::haproxy::HTTP_BACKEND_MAP)).unwrap_or_default();
-    let _ = writeln!(out, "\n# {}:", super::haproxy::HTTP_BACKEND_MAP);
-    for line in map.lines().take(3) {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push_str("# ...\n");
-    out
 }
 
 fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
@@ -134,8 +106,8 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
              connections)."
         );
         out.push_str(
-            "- routes: N plain HTTP routes from one generator (`xtask/src/bench/routes.rs`), host \
-             `rNNNNN.bench.example.com`, one Service with 4 pods each; the target is the route in the middle \
+            "- routes: N plain HTTP routes from one generator (`manifest-gen`, through `xtask/src/bench/routes.rs`), \
+             host `rNNNNN.bench.example.com`, one Service with 4 pods each; the target is the route in the middle \
              (`r{N/2}`). HAProxy's configuration is what the OpenShift router would write for them \
              (`xtask/src/bench/haproxy.rs`; excerpt at the end); the router reads the same routes as manifests.\n",
         );
@@ -285,7 +257,7 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
     }
     match outcome.xdp.as_ref().map(|xdp| &xdp.status) {
         None if !outcome.quick && outcome.only.is_empty() => not_run.push("the XDP group".into()),
-        Some(super::xdp::XdpStatus::Skipped(reason)) => not_run.push(format!("the XDP group: skipped ({reason})")),
+        Some(XdpStatus::Skipped(reason)) => not_run.push(format!("the XDP group: skipped ({reason})")),
         _ => {}
     }
     if !not_run.is_empty() {
@@ -309,7 +281,7 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         let _ = writeln!(out, "# route churn, {}\n{}", churn.contender.label(), churn.command);
     }
     out.push_str("```\n\nRandom path script (`-s random-path.lua`):\n\n```lua\n");
-    out.push_str(super::loadgen::RANDOM_PATH_SCRIPT);
+    out.push_str(&outcome.random_path_script);
     out.push_str("```\n");
     if !outcome.haproxy_sample.is_empty() {
         out.push_str("\n<details><summary>Generated HAProxy configuration, 10 routes (excerpt)</summary>\n\n```\n");

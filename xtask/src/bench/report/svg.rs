@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
+use super::super::results::xdp::{NodePath, Relay, XdpOutcome};
+use super::super::results::{Outcome, Sample, ScenarioResult};
+use super::super::scenario::{Contender, Load};
 use super::super::stats::Summary;
-use super::super::xdp::{NodePath, Relay, XdpOutcome};
 use super::format::{escape, si, summary};
 
 /// One horizontal bar chart panel.

@@ -3,10 +3,12 @@
 
 use std::fmt::Write as _;
 
-use super::super::churn::CHURN_CHANGES;
-use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
+use super::super::numbers::thousands;
+use super::super::plan::CHURN_CHANGES;
+use super::super::results::{Outcome, Sample, ScenarioResult};
+use super::super::scenario::{Contender, Load};
 use super::super::stats::quantile;
-use super::format::{latency_pair, range, ratio, ratio_text, si, summary, thousands};
+use super::format::{latency_pair, range, ratio, ratio_text, si, summary};
 
 pub fn is_keep_alive_table(load: Load) -> bool {
     matches!(load, Load::SameUrl | Load::RandomPath | Load::ConnectionPerRequest)

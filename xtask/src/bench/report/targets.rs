@@ -2,9 +2,11 @@
 
 use std::fmt::Write as _;
 
-use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
+use super::super::numbers::thousands;
+use super::super::results::{Outcome, Sample, ScenarioResult};
+use super::super::scenario::{Contender, Load};
 use super::super::stats::quantile;
-use super::format::{ratio, si, summary, thousands};
+use super::format::{ratio, si, summary};
 
 /// The targets, checked against this run.
 pub fn targets(outcome: &Outcome) -> String {

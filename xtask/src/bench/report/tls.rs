@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::super::results::{Outcome, Sample, ScenarioResult};
 use super::super::routes::Termination;
-use super::super::scenario::{Contender, Load, Outcome, Sample, ScenarioResult};
+use super::super::scenario::{Contender, Load};
 use super::format::{range, ratio, ratio_text, si, summary};
 use super::targets::router_resumed;
 

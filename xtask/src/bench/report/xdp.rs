@@ -4,11 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::super::scenario::Sample;
+use super::super::results::xdp::{NodeLoad, NodePath, NodeResult, PassthroughResult, Relay, XdpOutcome, XdpStatus};
+use super::super::results::Sample;
 use super::super::stats::Summary;
-use super::super::xdp::{
-    machine_us_per_request, NodeLoad, NodePath, NodeResult, PassthroughResult, Relay, XdpOutcome, XdpStatus,
-};
 use super::format::{range, ratio_text, si};
 
 /// `pick` of each run, by repetition.
@@ -177,7 +175,7 @@ fn nodeport_table(results: &[NodeResult]) -> String {
                 versus(NodePath::Direct),
                 latency(samples),
                 range(summary(samples, |s| s.us_per_request), |v| format!("{v:.1}")),
-                range(summary(samples, machine_us_per_request), |v| format!("{v:.1}")),
+                range(summary(samples, |s| s.machine_us_per_request()), |v| format!("{v:.1}")),
             );
         }
     }

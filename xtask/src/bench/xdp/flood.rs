@@ -13,25 +13,13 @@ use super::super::loadgen::{shell_line, CLIENT_CPU};
 use super::super::measure::Beside;
 use super::super::netns::NetNs;
 use super::super::process::{log_tail, Proc};
+use super::super::results::xdp::FloodSent;
 
 /// A running flood.
 pub struct Flood {
     proc: Proc,
     log: PathBuf,
     started: Instant,
-}
-
-/// What one flood sent.
-#[derive(Clone, Copy, Debug)]
-pub struct FloodSent {
-    pub packets: u64,
-    pub seconds: f64,
-}
-
-impl FloodSent {
-    pub fn per_second(&self) -> f64 {
-        self.packets as f64 / self.seconds.max(1e-9)
-    }
 }
 
 /// hping3's arguments: `count` SYNs to `target`, one per `interval_us`, quiet.

@@ -23,7 +23,7 @@ use super::super::loadgen::CLIENT_CPU;
 use super::super::netns::{stale_owner, veth_pair, NetNs, VethEnd, PREFIX};
 use super::super::process::{log_tail, wait_until, Proc};
 use super::super::proxies::PROXY_CPU;
-use super::NodePath;
+use super::super::results::xdp::NodePath;
 
 pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 211, 0, 1);
 pub const NODE: Ipv4Addr = Ipv4Addr::new(10, 211, 0, 2);
@@ -77,6 +77,14 @@ metadata: {{name: app, namespace: bench}}
 spec: {{host: {HOST}, to: {{kind: Service, name: app}}}}
 "
     )
+}
+
+/// The port the client connects to on `path`: the nodePort, or the router pod's own port.
+pub fn client_port(path: NodePath) -> u16 {
+    match path {
+        NodePath::Xdp | NodePath::Iptables => NODE_PORT,
+        NodePath::Direct => ROUTER_PORT,
+    }
 }
 
 /// kube-proxy's nodePort chain shape for the router's Service (`externalTrafficPolicy: Local`, one local endpoint):
@@ -299,7 +307,7 @@ impl NodeRouter {
         let env = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
         let proc = topology.node.spawn("router", PROXY_CPU, binary, &args, &log, &env)?;
         let mut router = NodeRouter { proc, pin_dir, args, binary: binary.to_path_buf() };
-        let url = format!("http://{NODE}:{}/", path.port());
+        let url = format!("http://{NODE}:{}/", client_port(path));
         let mut exited = false;
         let up = wait_until(ROUTER_START_LIMIT, Duration::from_millis(20), || {
             exited = !router.proc.running();
