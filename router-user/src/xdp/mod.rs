@@ -41,6 +41,8 @@ mod object;
 mod packet_tests;
 pub mod service;
 pub mod status;
+#[cfg(test)]
+mod steer_packet_tests;
 pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};
