@@ -17,10 +17,12 @@
 //!   reach the retired R, whose answer would break the flow; TCP retransmits). Otherwise the
 //!   packet is translated, counted, and leaves by the entry's `if_index`: `XDP_TX` when that is
 //!   the arrival interface, else `bpf_redirect(if_index, 0)` (`XDP_REDIRECT`). Nothing aborts.
-//! - Bounds: every packet access goes through `crate::parse::ptr_at`/`ptr_at_mut`, which compare
-//!   against `data_end` right before the access; TCP offsets are clamped to 60 and the TCP header
-//!   starts at most 74 bytes in (IPv4 IHL <= 15 words). The option walk is bounded by 40 steps,
-//!   the SACK rewrite by 8 edges. Only the linear part of the frame is read (no `xdp.frags`).
+//! - Bounds: the Ethernet and IPv4 headers are read and written through `crate::parse::ptr_at`/
+//!   `ptr_at_mut`, which compare against `data_end` right before the access; the TCP header and
+//!   its options, at variable offsets, through `bpf_xdp_load_bytes`/`bpf_xdp_store_bytes`, which
+//!   check against the packet in the kernel (see `packet::PacketTcp` for why). The option walk is
+//!   bounded by 40 steps (`bpf_loop`), the SACK rewrite by 8 edges. Only the linear part of the
+//!   frame is read (no `xdp.frags`).
 //! - Byte order: header fields network order (`from_be_bytes`); the `STEER_FLOWS` key
 //!   (`router_common::nat::FlowKey`) and value (`router_common::steer::SteerFlow`): addresses and
 //!   MACs network order, ports, offsets, timestamps and counters host order.
@@ -34,11 +36,16 @@
 //!   flow moves between CPUs mid-packet. They are statistics; nothing decides on them.
 //! - Hashing: none of its own (the map hashes the key).
 //! - TTL: left as it was; the steered packet is the node's own leg-B packet, not a routed one.
-//! - Verifier: bounded loops only (option walk 40, SACK edges 8); the largest variable packet
-//!   offset is 74 + 60 bytes. Needs a privileged loader (CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN).
-//! - Kernel: bounded loops (>= 5.3), BTF maps (>= 5.2), `BPF_F_NO_PREALLOC` hash updates from
-//!   userspace; generic and driver XDP both work for `XDP_TX`; a redirect to a veth in driver mode
-//!   needs an XDP program (or GRO) on the peer. Developed on 6.18.
+//! - Verifier: the option walk runs as `bpf_loop` callbacks (one step per call); the SACK loop is
+//!   bounded by 8. About 28,000 instructions walked on 6.18 (the packet tests fail above 100,000).
+//!   Lessons, each a rejected or exploding load: an inline 40-step walk hit the 1,000,000 limit;
+//!   direct packet pointers at variable offsets lost their checks to LLVM; clamping the values
+//!   that come back from `bpf_loop` quintupled the work; rewriting inside the callback brought
+//!   the limit back. Needs a privileged loader (CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN).
+//! - Kernel: `bpf_loop` (>= 5.17), `bpf_xdp_load_bytes`/`bpf_xdp_store_bytes` (>= 5.18), BTF maps,
+//!   `BPF_F_NO_PREALLOC` hash updates from userspace; generic and driver XDP both work for
+//!   `XDP_TX`; a redirect to a veth in driver mode needs an XDP program (or GRO) on the peer.
+//!   Developed on 6.18.
 
 pub mod maps;
 mod packet;

@@ -32,6 +32,10 @@ const XDP_REDIRECT: u32 = 4;
 const ARRIVAL_IF_INDEX: u32 = 1;
 /// Another interface index, for redirects (test runs do not carry out the redirect).
 const POD_IF_INDEX: u32 = 7;
+/// Most instructions the verifier may walk through to accept `steer_translate`. With the option
+/// walk as an inline loop it gave up at its limit of 1,000,000; in `bpf_loop` it takes a few
+/// thousand. This catches a change that brings the path explosion back before it hits the limit.
+const MAX_VERIFIED_INSTRUCTIONS: u32 = 100_000;
 
 const TCP: u8 = 6;
 const FIN: u8 = 0x01;
@@ -225,6 +229,9 @@ impl Harness {
         let program: &mut Xdp =
             ebpf.program_mut(PROGRAM).expect("steer_translate in the object").try_into().expect("an XDP program");
         program.load().expect("the verifier accepts steer_translate");
+        let verified = program.info().expect("program info").verified_instruction_count().expect("kernel >= 5.16");
+        assert!(verified < MAX_VERIFIED_INSTRUCTIONS, "the verifier walked {verified} instructions");
+        eprintln!("steer_translate: the verifier walked {verified} instructions");
         let map = ebpf.take_map(STEER_FLOWS).expect("STEER_FLOWS in the object");
         let flows = HashMap::try_from(map).expect("a hash map of FlowKey -> SteerFlow");
         Harness { ebpf, flows }
