@@ -6,10 +6,10 @@
 //! socket R (the kernel answered C's handshake), leg B is the node address/reserved port Q <-> pod P
 //! (opened by the datapath with C's ISN and SYN options). Once steered, each packet is rewritten:
 //!
-//! | direction              | addresses     | seq / ack       | window                                | timestamps                         | SACK       |
-//! |------------------------|---------------|-----------------|---------------------------------------|------------------------------------|------------|
-//! | C -> P ([`STEER_TO_POD`])    | C->Q, R->P    | ack + D         | unchanged                             | TSecr - T, or Tp0 for R's echoes   | edges + D  |
-//! | P -> C ([`STEER_TO_CLIENT`]) | P->R, Q->C    | seq - D         | min(65535, (w << Wp) >> Wr)           | TSval + T                          | unchanged  |
+//! - C -> P ([`STEER_TO_POD`]): source C -> Q, destination R -> P; ack + D; seq, window and TSval
+//!   unchanged; TSecr - T (an echo of one of R's own TSvals: Tp0); SACK edges + D.
+//! - P -> C ([`STEER_TO_CLIENT`]): source P -> R, destination Q -> C; seq - D; window
+//!   min(65535, (w << Wp) >> Wr); TSval + T; ack, TSecr and SACK unchanged.
 //!
 //! with D = Ip - Ir and T = (Tr_last + 1) - Tp0, all modulo 2^32 ([`SteerTcp::new`]).
 //!

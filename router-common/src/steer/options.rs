@@ -141,7 +141,7 @@ impl OptionWalk {
                 let first = layout.sack == 0;
                 layout.sack = at;
                 layout.sack_blocks = blocks;
-                first && (len - 2) % 8 == 0 && blocks >= 1 && blocks <= MAX_SACK_BLOCKS
+                first && (len - 2).is_multiple_of(8) && (1..=MAX_SACK_BLOCKS).contains(&blocks)
             }
             _ => true,
         };
