@@ -10,4 +10,5 @@ pub mod maps;
 pub mod nat;
 pub mod sockmap;
 pub mod stats;
+pub mod steer;
 pub mod tls;

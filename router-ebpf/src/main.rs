@@ -42,6 +42,7 @@ mod nat;
 mod parse;
 mod reverse;
 mod stats;
+mod steer;
 
 use aya_ebpf::{
     bindings::xdp_action,

@@ -43,6 +43,8 @@ mod object;
 #[cfg(test)]
 mod packet_tests;
 pub mod status;
+#[cfg(test)]
+mod steer_packet_tests;
 pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};

@@ -1,0 +1,39 @@
+//! Passthrough steering, the translation core: the flow entry of a TLS passthrough flow whose
+//! packets the XDP front moves straight between the client and the pod, and the pure TCP arithmetic
+//! that rewrites each packet (shared by the eBPF program and the host tests).
+//!
+//! Names follow `/work/shared/XDP-STEERING.md` (design notes): leg A is client C <-> the router's own
+//! socket R (the kernel answered C's handshake), leg B is the node address/reserved port Q <-> pod P
+//! (opened by the datapath with C's ISN and SYN options). Once steered, each packet is rewritten:
+//!
+//! - C -> P ([`STEER_TO_POD`]): source C -> Q, destination R -> P; ack + D; seq, window and TSval
+//!   unchanged; TSecr - T (an echo of one of R's own TSvals: Tp0); SACK edges + D.
+//! - P -> C ([`STEER_TO_CLIENT`]): source P -> R, destination Q -> C; seq - D; window
+//!   min(65535, (w << Wp) >> Wr); TSval + T; ack, TSecr and SACK unchanged.
+//!
+//! with D = Ip - Ir and T = (Tr_last + 1) - Tp0, all modulo 2^32 ([`SteerTcp::new`]).
+//!
+//! - [`flow`]: the `STEER_FLOWS` map, its key ([`crate::nat::FlowKey`], the 5-tuple as the packet
+//!   arrives) and value ([`SteerFlow`]), states and flags.
+//! - [`rules`]: one pure function per rewritten field.
+//! - [`field_checksum`]: RFC 1624 updates for a 16/32-bit field at any byte offset (TCP options need
+//!   not be 16-bit aligned).
+//! - [`options`]: the bounded TCP option walker (where the timestamp and SACK options are).
+//! - [`segment`]: the whole TCP header rewrite over any [`TcpBytes`] (a byte slice on the host, the
+//!   packet in eBPF), with the checksum kept by incremental updates.
+
+pub mod field_checksum;
+pub mod flow;
+pub mod options;
+pub mod rules;
+pub mod segment;
+
+#[cfg(test)]
+mod tests;
+
+pub use flow::{
+    SteerFlow, SteerTcp, STEER_FIN, STEER_FLOWS, STEER_FLOWS_MAX, STEER_PENDING, STEER_RST, STEER_STEERED,
+    STEER_TO_CLIENT, STEER_TO_POD,
+};
+pub use options::{OptionLayout, OptionWalk, MAX_SACK_BLOCKS};
+pub use segment::{translate, SteerError, TcpBytes, Translated};

@@ -1,0 +1,43 @@
+//! The translation stage: one IPv4 packet of a steered flow rewritten in place into the other
+//! leg's packet. TCP through `router_common::steer::translate` (which checks everything before its
+//! first write), then the IPv4 addresses with their header checksum, then the Ethernet addresses.
+
+use aya_ebpf::programs::XdpContext;
+use router_common::{
+    checksum::replace_bytes,
+    nat::FlowKey,
+    steer::{translate, SteerError, SteerFlow, Translated},
+};
+
+use super::packet::PacketTcp;
+use crate::{
+    headers::{EthHdr, Ipv4Hdr},
+    parse::{ptr_at_mut, Tcp},
+};
+
+/// Rewrites the packet that arrived as `from` with `flow`'s entry. Expects `tcp` from the parser
+/// (complete IPv4 and TCP headers, not a fragment) and `from` read from the packet. On error the
+/// packet is unchanged.
+#[inline(always)]
+pub fn rewrite(ctx: &XdpContext, tcp: &Tcp, from: &FlowKey, flow: &SteerFlow) -> Result<Translated, SteerError> {
+    let eth = ptr_at_mut::<EthHdr>(ctx, 0).map_err(|_| SteerError::Truncated)?;
+    let ip = ptr_at_mut::<Ipv4Hdr>(ctx, tcp.l3_off).map_err(|_| SteerError::Truncated)?;
+    let mut segment = PacketTcp::new(ctx, tcp);
+    let translated = translate(&mut segment, from, flow)?;
+
+    let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
+    let (old_src, old_dst) = (v4(&from.src_addr), v4(&from.dst_addr));
+    let (new_src, new_dst) = (v4(&flow.src_addr), v4(&flow.dst_addr));
+    // SAFETY: `ptr_at_mut` checked that both whole headers lie inside the packet (nothing since
+    // changed its length); both have alignment 1; XDP owns the packet buffer while it runs.
+    unsafe {
+        let check = replace_bytes(u16::from_be_bytes((*ip).check), &old_src, &new_src);
+        let check = replace_bytes(check, &old_dst, &new_dst);
+        (*ip).src = new_src;
+        (*ip).dst = new_dst;
+        (*ip).check = check.to_be_bytes();
+        (*eth).dst = flow.dst_mac;
+        (*eth).src = flow.src_mac;
+    }
+    Ok(translated)
+}
