@@ -24,7 +24,6 @@ fn xtask_has_no_import_cycles() {
 }
 
 #[test]
-#[ignore = "until the layering branches merge"]
 fn router_library_has_no_import_cycles() {
     assert_no_import_cycles(&workspace_root().join("router-user/src/lib.rs"));
 }
