@@ -48,7 +48,7 @@ const NODE6: &str = "fd00::2";
 const CLIENT4: &str = "10.0.0.1";
 const CLIENT6: &str = "fd00::1";
 
-fn is_root() -> bool {
+pub(super) fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }

@@ -6,6 +6,8 @@
 
 use std::net::Ipv4Addr;
 
+use super::packet_tests::is_root;
+
 use aya::{
     maps::{HashMap, MapData},
     programs::{TestRunOptions, Xdp},
@@ -58,11 +60,6 @@ const CLIENT_MAC: [u8; 6] = [0x02, 0xc1, 0, 0, 0, 1];
 const NODE_MAC: [u8; 6] = [0x02, 0x0d, 0, 0, 0, 2];
 const POD_MAC: [u8; 6] = [0x02, 0x9d, 0, 0, 0, 7];
 const NODE_POD_SIDE_MAC: [u8; 6] = [0x02, 0x0d, 0, 0, 0, 3];
-
-fn is_root() -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 macro_rules! require_root {
     () => {
@@ -352,7 +349,7 @@ fn client_to_pod_moves_the_ack_across_the_wrap_and_rewrites_addresses() {
     let entry = h.entry(&key(CLIENT, ROUTER));
     assert_eq!((entry.packets, entry.dropped), (3, 0));
     assert_eq!(entry.bytes, 3 * Segment::new(CLIENT, ROUTER).frame().len() as u64);
-    assert!(entry.last_seen_ns > 0 && entry.last_seen_ns <= super::sync::monotonic_ns(), "kernel clock");
+    assert!(entry.last_seen_ns > 0 && entry.last_seen_ns <= super::conntrack::monotonic_ns(), "kernel clock");
 }
 
 #[test]
