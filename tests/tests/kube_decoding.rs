@@ -75,21 +75,17 @@ async fn a_service_scaled_to_zero_answers_503_and_200_again_when_refilled() {
     let web = TestBackend::start("web").await;
     apply_all(&client, [namespace("app", &[]), service("app", "web"), service("app", "idle")]).await;
     apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
-    apply_json(&client, empty_slice("app", "idle", "idle-0")).await;
-    let stored = get_object(&client, "discovery.k8s.io/v1beta1", "EndpointSlice", Some("app"), "idle-0").await;
-    let stored = stored.expect("the empty slice exists");
-    assert_eq!(stored.data.get("endpoints"), Some(&Value::Null), "the apiserver sends an empty slice as null");
     apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
     apply_json(&client, route("app", "idle", "idle.example.com", "/", "idle", &[])).await;
-
-    // The first list holds the null slice: the router must still sync and become ready.
     let router = start_router_with(plane.router_settings(Identity::Router)).await;
     assert_eq!(get(router.http_addr, "web.example.com", "/").await.backend(), "web");
-    assert_eq!(get(router.http_addr, "idle.example.com", "/").await.status, 503, "no endpoints: 503");
 
-    // Scaled to zero while running: 503, then 200 again when refilled.
+    // Scaled to zero while the router runs: 503, then 200 again when refilled.
     let emptied = Instant::now();
     apply_json(&client, empty_slice("app", "web", "web-0")).await;
+    let stored = get_object(&client, "discovery.k8s.io/v1beta1", "EndpointSlice", Some("app"), "web-0").await;
+    let stored = stored.expect("the emptied slice exists");
+    assert_eq!(stored.data.get("endpoints"), Some(&Value::Null), "the apiserver sends an empty slice as null");
     until_status(&router, "web.example.com", 503, "503 once the slice is emptied").await;
     println!("FIGURE: EndpointSlice emptied -> 503: {:?}", emptied.elapsed());
     let refilled = Instant::now();
@@ -97,6 +93,13 @@ async fn a_service_scaled_to_zero_answers_503_and_200_again_when_refilled() {
     until_status(&router, "web.example.com", 200, "200 once the slice is refilled").await;
     println!("FIGURE: EndpointSlice refilled -> 200: {:?}", refilled.elapsed());
     assert!(skipped(router.stats_addr).await.is_empty(), "nothing is skipped");
+
+    // A router started while an empty slice exists (its first list holds the null) syncs and becomes ready.
+    apply_json(&client, empty_slice("app", "idle", "idle-0")).await;
+    let second = start_router_with(plane.router_settings(Identity::Router)).await;
+    assert_eq!(get(second.http_addr, "web.example.com", "/").await.backend(), "web");
+    assert_eq!(get(second.http_addr, "idle.example.com", "/").await.status, 503, "no endpoints: 503");
+    second.shutdown().await;
     router.shutdown().await;
 }
 

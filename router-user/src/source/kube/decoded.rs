@@ -14,7 +14,8 @@ use serde_json::Value;
 #[derive(Clone, Debug)]
 pub enum Decoded<K> {
     Object(K),
-    Undecodable(Undecodable),
+    /// Boxed: rare, and larger than most objects' inline part.
+    Undecodable(Box<Undecodable>),
 }
 
 /// An object that did not decode: what could be read of its metadata, and why.
@@ -32,7 +33,9 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Decoded<K> {
         let value = Value::deserialize(deserializer)?;
         Ok(match K::deserialize(&value) {
             Ok(object) => Decoded::Object(object),
-            Err(error) => Decoded::Undecodable(Undecodable { metadata: identity(&value), error: error.to_string() }),
+            Err(error) => {
+                Decoded::Undecodable(Box::new(Undecodable { metadata: identity(&value), error: error.to_string() }))
+            }
         })
     }
 }

@@ -110,7 +110,8 @@ fn one_object_that_does_not_decode_leaves_the_rest_of_its_list() {
         .iter()
         .map(|item| match item {
             Decoded::Object(route) => format!("ok {}", route.metadata.name.as_deref().unwrap_or("")),
-            Decoded::Undecodable(Undecodable { metadata, error }) => {
+            Decoded::Undecodable(undecodable) => {
+                let Undecodable { metadata, error } = undecodable.as_ref();
                 assert_eq!(metadata.resource_version.as_deref(), Some("42"));
                 assert_eq!(metadata.namespace.as_deref(), Some("ns"));
                 assert!(error.contains("invalid type"), "{error}");

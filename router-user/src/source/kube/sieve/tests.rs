@@ -22,7 +22,7 @@ fn slice(name: &str, address_type: &str) -> Decoded<EndpointSlice> {
 }
 
 fn undecodable(name: &str) -> Decoded<EndpointSlice> {
-    Decoded::Undecodable(Undecodable { metadata: metadata(name), error: "invalid type: null".into() })
+    Decoded::Undecodable(Box::new(Undecodable { metadata: metadata(name), error: "invalid type: null".into() }))
 }
 
 struct Reflector {
