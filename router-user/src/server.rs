@@ -19,7 +19,7 @@ use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
 use crate::relay::PassthroughRelay;
 use crate::router_service::{follow, node_name_or_hostname};
-use crate::source::kube::{KubeError, KubeOptions};
+use crate::source::kube::{KubeError, KubeOptions, SkippedObjects};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
@@ -84,7 +84,13 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let readiness = Arc::new(Readiness::default());
     let (stop, stopped) = watch::channel(false);
 
-    let admin = AdminState { readiness: readiness.clone(), metrics: metrics.clone(), table: table.clone() };
+    let skipped = Arc::new(SkippedObjects::default());
+    let admin = AdminState {
+        readiness: readiness.clone(),
+        metrics: metrics.clone(),
+        table: table.clone(),
+        skipped: skipped.clone(),
+    };
     let admin_task = tokio::spawn(serve_admin(admin_listener, Arc::new(admin), stopped.clone()));
 
     // The Kubernetes source's snapshots are whole-cluster sized: at most one waits while the publisher builds.
@@ -96,7 +102,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         SourceChoice::Manifests(path) => spawn_watch(ManifestSource::new(path.clone()), updates_tx),
         SourceChoice::Kube(kubeconfig) => {
             let options = kube_options(&settings, kubeconfig.clone());
-            match crate::source::kube::start(&options, updates_tx, published_rx, metrics.clone()).await {
+            match crate::source::kube::start(&options, updates_tx, published_rx, skipped, metrics.clone()).await {
                 Ok(task) => task,
                 Err(error) => {
                     admin_task.abort();

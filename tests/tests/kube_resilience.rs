@@ -1,13 +1,18 @@
 //! The apiserver going away: the router keeps serving its last table, counts the failed watches, and resyncs
-//! when the apiserver is back.
+//! when the apiserver is back. The reflectors' retry wait is capped at 2 s, so after a long outage a route
+//! created once the apiserver is back is served within seconds (kube-rs's default backoff grows to 30 s).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_crd_established};
 use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::{get, KeepAliveClient};
 use router_tests::{eventually, start_router_with};
+
+/// How long the apiserver stays down. kube-rs's default backoff (800 ms doubling to 30 s, with jitter) would be
+/// waiting 12.8 s or more by the time the apiserver is back from this.
+const OUTAGE: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after() {
@@ -26,6 +31,7 @@ async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after(
     assert_eq!(kept.get("before.example.com", "/").await.backend(), "web");
 
     plane.stop_apiserver();
+    let stopped = Instant::now();
     let metrics = router.metrics.clone();
     eventually("failed watches to be counted", Duration::from_secs(30), || {
         let text = metrics.render();
@@ -38,14 +44,19 @@ async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after(
     assert_eq!(get(router.http_addr, "before.example.com", "/").await.status, 200, "new connections too");
     assert!(router.readiness.not_ready_reason().is_none(), "still ready: the table is intact");
 
+    // Down long enough that an uncapped backoff would have grown well past the wait below.
+    tokio::time::sleep(OUTAGE.saturating_sub(stopped.elapsed())).await;
+
     plane.start_apiserver().await;
     let client = plane.client().await;
+    let created = Instant::now();
     apply_json(&client, route("app", "after", "after.example.com", "/", "web", &[])).await;
     let addr = router.http_addr;
-    eventually("a route created after the restart to be served", Duration::from_secs(60), || async move {
+    eventually("a route created after the restart to be served", Duration::from_secs(10), || async move {
         (get(addr, "after.example.com", "/").await.status == 200).then_some(())
     })
     .await;
+    println!("FIGURE: after a {OUTAGE:?} outage, Route create -> first 200: {:?}", created.elapsed());
     assert_eq!(kept.get("before.example.com", "/").await.backend(), "web");
     assert!(kept.is_open());
     router.shutdown().await;

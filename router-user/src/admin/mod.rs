@@ -1,7 +1,9 @@
-//! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready`, `/metrics` and `/debug/routes`.
+//! The admin listener (STATS_PORT, 1936): `/healthz`, `/healthz/ready`, `/metrics`, `/debug/routes` and
+//! `/debug/skipped`.
 
 mod readiness;
 mod routes;
+mod skipped;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -21,12 +23,15 @@ pub use readiness::Readiness;
 
 use crate::listen::stop_requested;
 use crate::metrics::Metrics;
+use crate::source::kube::SkippedObjects;
 use crate::table::TableHandle;
 
 pub struct AdminState {
     pub readiness: Arc<Readiness>,
     pub metrics: Arc<Metrics>,
     pub table: TableHandle,
+    /// Objects the Kubernetes source leaves out.
+    pub skipped: Arc<SkippedObjects>,
 }
 
 /// Serves admin requests until `shutdown` turns true.
@@ -75,6 +80,11 @@ fn answer(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Byte
         }
         "/debug/routes" => {
             let mut response = text(StatusCode::OK, &routes::render(&state.table.load()));
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        "/debug/skipped" => {
+            let mut response = text(StatusCode::OK, &skipped::render(&state.skipped.list()));
             response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             response
         }

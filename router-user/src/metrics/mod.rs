@@ -105,6 +105,7 @@ pub struct Metrics {
     pub routes_rejected: Gauge,
     pub manifest_errors: Counter,
     pub kube_watch_errors: Family<ResourceLabels, Counter>,
+    pub kube_objects_skipped: Family<ResourceLabels, Counter>,
     pub route_status_writes: Family<StatusWriteLabels, Counter>,
 }
 
@@ -160,6 +161,13 @@ impl Default for Metrics {
             "Failed list/watch calls to the Kubernetes API, by resource (each is retried with backoff)",
             kube_watch_errors.clone(),
         );
+        let kube_objects_skipped = Family::<ResourceLabels, Counter>::default();
+        registry.register(
+            "router_kube_objects_skipped",
+            "Objects the Kubernetes source leaves out (undecodable, or EndpointSlices whose addressType gives no \
+             backends), by resource; each counted once until it is used again",
+            kube_objects_skipped.clone(),
+        );
         let route_status_writes = Family::<StatusWriteLabels, Counter>::default();
         registry.register(
             "router_route_status_writes",
@@ -199,6 +207,7 @@ impl Default for Metrics {
             routes_rejected,
             manifest_errors,
             kube_watch_errors,
+            kube_objects_skipped,
             route_status_writes,
         }
     }

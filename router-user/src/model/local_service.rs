@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::snapshot::{ObjectKey, Snapshot};
+use super::AddressFamily;
 
 /// The label an EndpointSlice carries naming its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -159,9 +160,7 @@ impl Endpoints {
             Self::from_core(snapshot, service, &mut all);
         }
         for slice in slices {
-            if slice.address_type == "FQDN" {
-                continue;
-            }
+            let Some(family) = AddressFamily::of(&slice.address_type) else { continue };
             for port in slice.ports.iter().flatten() {
                 let (Some(number), true) = (port.port, port.protocol.as_deref().is_none_or(|p| p == "TCP")) else {
                     continue;
@@ -170,7 +169,7 @@ impl Endpoints {
                 for endpoint in &slice.endpoints {
                     let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
                     for address in &endpoint.addresses {
-                        let Ok(ip) = address.parse::<IpAddr>() else { continue };
+                        let Some(ip) = family.parse(address) else { continue };
                         all.push(EndpointPort {
                             addr: SocketAddr::new(ip, number),
                             port_name: port.name.clone().unwrap_or_default(),

@@ -6,6 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::null_as_default::null_as_default;
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(group = "route.openshift.io", version = "v1", kind = "Route", namespaced, status = "RouteStatus")]
 #[serde(rename_all = "camelCase")]
@@ -19,7 +21,7 @@ pub struct RouteSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     pub to: RouteTargetReference,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "Vec::is_empty")]
     pub alternate_backends: Vec<RouteTargetReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<RoutePort>,
@@ -36,7 +38,7 @@ pub struct RouteSpec {
 #[serde(rename_all = "camelCase")]
 pub struct RouteTargetReference {
     /// Always `Service` for the router.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub kind: String,
     pub name: String,
     /// 0..=256; absent means 1 in the router (the API server defaults it to 100).
@@ -83,9 +85,9 @@ pub struct RouteHttpHeaders {
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct RouteHttpHeaderActions {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "Vec::is_empty")]
     pub request: Vec<RouteHttpHeader>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "Vec::is_empty")]
     pub response: Vec<RouteHttpHeader>,
 }
 
@@ -112,7 +114,7 @@ pub struct RouteSetHttpHeader {
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct RouteStatus {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "Vec::is_empty")]
     pub ingress: Vec<RouteIngress>,
 }
 
@@ -127,7 +129,7 @@ pub struct RouteIngress {
     pub wildcard_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router_canonical_hostname: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_default", skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<RouteIngressCondition>,
 }
 

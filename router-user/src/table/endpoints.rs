@@ -1,5 +1,6 @@
 //! Service endpoints as the router uses them: ready addresses from EndpointSlices (or core Endpoints when a
-//! service has no slices), TCP ports only, filtered by the route's `targetPort`, unsafe addresses dropped.
+//! service has no slices), TCP ports only, filtered by the route's `targetPort`, unsafe addresses dropped. Only
+//! `IPv4` and `IPv6` slices give endpoints, and only addresses of their family (`model::AddressFamily`).
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
@@ -10,7 +11,7 @@ use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::model::{ObjectKey, Snapshot};
+use crate::model::{AddressFamily, ObjectKey, Snapshot};
 
 /// The label an EndpointSlice carries naming its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -95,9 +96,7 @@ impl<'a> EndpointIndex<'a> {
         target_port: Option<&IntOrString>,
         out: &mut Vec<ServiceEndpoint>,
     ) {
-        if slice.address_type == "FQDN" {
-            return;
-        }
+        let Some(family) = AddressFamily::of(&slice.address_type) else { return };
         for port in slice.ports.iter().flatten() {
             let (Some(number), name) = (port.port, port.name.as_deref().unwrap_or("")) else { continue };
             if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, number) {
@@ -111,8 +110,8 @@ impl<'a> EndpointIndex<'a> {
                 }
                 let pod = pod_name(endpoint.target_ref.as_ref());
                 let port = PortInfo { name, number, h2c: is_h2c(port.app_protocol.as_deref()) };
-                for address in &endpoint.addresses {
-                    self.push(service, pod, &port, address, out);
+                for ip in endpoint.addresses.iter().filter_map(|address| family.parse(address)) {
+                    self.push(service, pod, &port, ip, out);
                 }
             }
         }
@@ -133,8 +132,9 @@ impl<'a> EndpointIndex<'a> {
                 }
                 let info = PortInfo { name, number: port.port, h2c: is_h2c(port.app_protocol.as_deref()) };
                 for address in subset.addresses.iter().flatten() {
+                    let Ok(ip) = address.ip.parse::<IpAddr>() else { continue };
                     let pod = pod_name(address.target_ref.as_ref());
-                    self.push(service, pod, &info, &address.ip, out);
+                    self.push(service, pod, &info, ip, out);
                 }
             }
         }
@@ -145,11 +145,11 @@ impl<'a> EndpointIndex<'a> {
         service: &ObjectKey,
         pod: Option<&str>,
         port_info: &PortInfo<'_>,
-        address: &str,
+        ip: IpAddr,
         out: &mut Vec<ServiceEndpoint>,
     ) {
         let port_name = port_info.name;
-        let (Ok(ip), Ok(port)) = (address.parse::<IpAddr>(), u16::try_from(port_info.number)) else { return };
+        let Ok(port) = u16::try_from(port_info.number) else { return };
         if !is_routable(ip, self.allow_loopback) {
             return;
         }
@@ -270,6 +270,31 @@ mod tests {
             lookups(&index);
         }
         assert_eq!(lookups(&index), scanned, "the grouping answers as the scans did");
+    }
+
+    #[test]
+    fn only_ipv4_and_ipv6_slices_give_endpoints_of_their_family() {
+        let mut snapshot = Snapshot::default();
+        for (name, address_type, address) in [
+            ("v4", "IPv4", "10.0.0.1"),
+            ("v4-with-v6", "IPv4", "2001:db8::1"),
+            ("v6", "IPv6", "2001:db8::2"),
+            ("v6-with-v4", "IPv6", "10.0.0.2"),
+            ("fqdn", "FQDN", "10.0.0.3"),
+            ("unknown", "IPv5", "10.0.0.4"),
+        ] {
+            let yaml = format!(
+                "metadata: {{name: {name}, namespace: x, labels: {{kubernetes.io/service-name: web}}}}\n\
+                 addressType: {address_type}\nports: [{{name: http, port: 80}}]\n\
+                 endpoints: [{{addresses: [\"{address}\"]}}]\n"
+            );
+            let slice = serde_yaml::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new("x", name), Arc::new(slice));
+        }
+        let index = EndpointIndex::new(&snapshot, false);
+        let found: Vec<String> =
+            index.ready(&ObjectKey::new("x", "web"), None).into_iter().map(|e| e.addr.to_string()).collect();
+        assert_eq!(found, ["10.0.0.1:80", "[2001:db8::2]:80"]);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::NamespaceResourceScope;
 use serde::{Deserialize, Serialize};
 
+use crate::model::null_as_default;
+
 /// The topology key v1beta1 used for what v1 calls `zone`.
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
@@ -18,9 +20,10 @@ const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 pub struct EndpointSliceV1beta1 {
     #[serde(default)]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub address_type: String,
-    #[serde(default)]
+    /// `null` from the API server when the slice is empty.
+    #[serde(default, deserialize_with = "null_as_default")]
     pub endpoints: Vec<EndpointV1beta1>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<EndpointPort>>,
@@ -29,7 +32,7 @@ pub struct EndpointSliceV1beta1 {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointV1beta1 {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub addresses: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<EndpointConditions>,

@@ -6,7 +6,10 @@
 //! - `client`: the client, from a kubeconfig or the pod's service account.
 //! - `preflight`: which EndpointSlice version is served; RBAC denial reported at start; an unreachable API
 //!   server retried with backoff.
-//! - `reflect`: one list+watch reflector per resource, with backoff, signalling changes.
+//! - `reflect`: one list+watch reflector per resource, with backoff (`backoff`), signalling changes.
+//! - `decoded`: objects decoded one at a time, so one that does not decode cannot fail a whole list or watch.
+//! - `sieve`: what a reflector stores; undecodable and unusable objects are left out and reported once.
+//! - `skipped`: the objects left out now (shown on `/debug/skipped`).
 //! - `stores`: the reflector stores and the `Snapshot` built from them.
 //! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
 //! - `ingress`: Ingress objects as routes.
@@ -14,14 +17,18 @@
 //! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
 
+mod backoff;
 mod batch;
 mod client;
+mod decoded;
 mod endpointslice_v1beta1;
 mod error;
 mod ingress;
 mod preflight;
 mod reflect;
 mod secret_access;
+mod sieve;
+mod skipped;
 mod status;
 mod stores;
 
@@ -46,12 +53,15 @@ use tracing::info;
 pub use endpointslice_v1beta1::EndpointSliceV1beta1;
 pub use error::KubeError;
 pub use ingress::{ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
+pub use skipped::{SkippedObject, SkippedObjects};
 pub use status::desired_entry;
 
-use self::reflect::reflect;
+use self::decoded::Decoded;
+use self::reflect::{reflect, Watched};
+use self::sieve::Usability;
 use self::stores::{route_relevance, SliceStore, Stores};
 use crate::metrics::Metrics;
-use crate::model::Route;
+use crate::model::{unusable_address_type, Route};
 use crate::source::SourceUpdate;
 use crate::table::RouteTable;
 
@@ -74,36 +84,52 @@ pub struct KubeOptions {
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Starts reflectors that share one client, one change signal and the metrics, and collects their futures.
+/// Starts reflectors that share one client, one change signal, the record of skipped objects and the metrics,
+/// and collects their futures.
 struct Reflectors {
     client: Client,
     changes: Arc<Notify>,
+    skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
     tasks: Vec<Task>,
 }
 
 impl Reflectors {
-    fn watch<K>(
-        &mut self,
-        resource: &'static str,
-        config: watcher::Config,
-        relevance: Option<reflect::Relevance<K>>,
-    ) -> Store<K>
+    fn watch<K>(&mut self, watched: Watched<K>) -> Store<K>
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let api = Api::<K>::all(self.client.clone());
-        let (store, task) = reflect(api, config, resource, relevance, self.changes.clone(), self.metrics.clone());
+        let api = Api::<Decoded<K>>::all(self.client.clone());
+        let (store, task) = reflect(api, watched, self.changes.clone(), self.skipped.clone(), self.metrics.clone());
         self.tasks.push(Box::pin(task));
         store
     }
+}
+
+/// A reflector's settings: every object of `resource`, each update a change, every decoded object usable.
+fn all<K>(resource: &'static str) -> Watched<K> {
+    Watched { resource, config: watcher::Config::default(), relevance: None, usability: None }
+}
+
+/// EndpointSlices, those whose `addressType` gives no backends left out (and reported).
+fn slices<K>(usability: Usability<K>) -> Watched<K> {
+    Watched { usability: Some(usability), ..all("endpointslices") }
+}
+
+fn slice_v1_usability(slice: &EndpointSlice) -> Option<String> {
+    unusable_address_type(&slice.address_type)
+}
+
+fn slice_v1beta1_usability(slice: &EndpointSliceV1beta1) -> Option<String> {
+    unusable_address_type(&slice.address_type)
 }
 
 /// The longest the first access check may take before `start` returns and the checks go on in the background.
 const FIRST_CHECK_LIMIT: Duration = Duration::from_secs(10);
 
 /// Connects, checks access, and starts the reflectors, the batcher and the status writer in one task (aborting
-/// it stops them all). Snapshots go to `updates`; status is written from the tables published on `tables`.
+/// it stops them all). Snapshots go to `updates`; status is written from the tables published on `tables`;
+/// objects left out (undecodable, or slices that give no backends) are recorded in `skipped`.
 ///
 /// RBAC denial, a missing CRD or a bad kubeconfig fail here. An API server that cannot be reached does not:
 /// the task retries with backoff, and no snapshot (so no table, so no readiness) comes before the first sync.
@@ -111,6 +137,7 @@ pub async fn start(
     options: &KubeOptions,
     updates: mpsc::Sender<SourceUpdate>,
     tables: watch::Receiver<Arc<RouteTable>>,
+    skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 ) -> Result<JoinHandle<()>, KubeError> {
     let client = client::connect(options.kubeconfig.as_deref()).await?;
@@ -127,7 +154,7 @@ pub async fn start(
             Ok(slices_v1) => slices_v1,
             Err(error) => preflight::until_passed(&client, options.watch_endpoints, error).await,
         };
-        run(client, &options, slices_v1, updates, tables, metrics).await;
+        run(client, &options, slices_v1, updates, tables, skipped, metrics).await;
     }))
 }
 
@@ -138,23 +165,29 @@ async fn run(
     slices_v1: bool,
     updates: mpsc::Sender<SourceUpdate>,
     tables: watch::Receiver<Arc<RouteTable>>,
+    skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 ) {
     let changes = Arc::new(Notify::new());
-    let mut reflectors =
-        Reflectors { client: client.clone(), changes: changes.clone(), metrics: metrics.clone(), tasks: Vec::new() };
-    let all = watcher::Config::default;
-    let routes = reflectors.watch::<Route>("routes", all(), Some(route_relevance));
-    let services = reflectors.watch::<Service>("services", all(), None);
+    let mut reflectors = Reflectors {
+        client: client.clone(),
+        changes: changes.clone(),
+        skipped,
+        metrics: metrics.clone(),
+        tasks: Vec::new(),
+    };
+    let routes = reflectors.watch::<Route>(Watched { relevance: Some(route_relevance), ..all("routes") });
+    let services = reflectors.watch::<Service>(all("services"));
     let slices = match (options.watch_endpoints, slices_v1) {
         (true, _) => SliceStore::Off,
-        (false, true) => SliceStore::V1(reflectors.watch::<EndpointSlice>("endpointslices", all(), None)),
-        (false, false) => SliceStore::V1beta1(reflectors.watch::<EndpointSliceV1beta1>("endpointslices", all(), None)),
+        (false, true) => SliceStore::V1(reflectors.watch(slices(slice_v1_usability))),
+        (false, false) => SliceStore::V1beta1(reflectors.watch(slices(slice_v1beta1_usability))),
     };
-    let endpoints = options.watch_endpoints.then(|| reflectors.watch::<Endpoints>("endpoints", all(), None));
-    let namespaces = reflectors.watch::<Namespace>("namespaces", all(), None);
-    let secrets = reflectors.watch::<Secret>("secrets", all().fields("type=kubernetes.io/tls"), None);
-    let ingresses = reflectors.watch::<Ingress>("ingresses", all(), None);
+    let endpoints = options.watch_endpoints.then(|| reflectors.watch::<Endpoints>(all("endpoints")));
+    let namespaces = reflectors.watch::<Namespace>(all("namespaces"));
+    let tls_only = watcher::Config::default().fields("type=kubernetes.io/tls");
+    let secrets = reflectors.watch::<Secret>(Watched { config: tls_only, ..all("secrets") });
+    let ingresses = reflectors.watch::<Ingress>(all("ingresses"));
     let mut tasks = reflectors.tasks;
 
     let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, ingresses };

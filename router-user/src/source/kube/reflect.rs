@@ -1,6 +1,7 @@
-//! One reflector per resource: list and watch with backoff into a `Store`, `managedFields` stripped, and a
-//! signal on every change that can alter the table. A failed watch relists (a 410 Gone included); while the
-//! apiserver is away the store keeps its last contents, so the table built from it keeps serving.
+//! One reflector per resource: list and watch with backoff (`backoff`) into a `Store`, objects decoded one at a
+//! time (`decoded`) and only usable ones stored (`sieve`), `managedFields` stripped, and a signal on every change
+//! that can alter the table. A failed watch relists (a 410 Gone included); while the apiserver is away the store
+//! keeps its last contents, so the table built from it keeps serving.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -15,27 +16,51 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
+use super::backoff::WatchBackoff;
+use super::decoded::Decoded;
+use super::sieve::{Sieve, Usability};
+use super::skipped::SkippedObjects;
 use crate::metrics::{Metrics, ResourceLabels};
 
 /// What about an object matters to the table: when an update leaves it unchanged (a status write, say), no
 /// rebuild is signalled. `None` means every update matters.
 pub type Relevance<K> = fn(&K) -> String;
 
-/// A reflector for `api` and the future that drives it; the store fills once the future runs.
+/// What a reflector watches and how it judges objects.
+pub struct Watched<K> {
+    /// The resource's plural, for logs and metric labels.
+    pub resource: &'static str,
+    pub config: watcher::Config,
+    pub relevance: Option<Relevance<K>>,
+    /// Objects it refuses are left out of the store, as undecodable ones are.
+    pub usability: Option<Usability<K>>,
+}
+
+/// A reflector for `api` and the future that drives it; the store fills once the future runs. Objects left out
+/// are recorded in `skipped`.
 pub fn reflect<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    resource: &'static str,
-    relevance: Option<Relevance<K>>,
+    api: Api<Decoded<K>>,
+    watched: Watched<K>,
     changes: Arc<Notify>,
+    skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 ) -> (Store<K>, impl Future<Output = ()> + Send)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    let Watched { resource, config, relevance, usability } = watched;
     let (reader, writer) = reflector::store();
+    let mut sieve = Sieve::new(resource, usability, skipped, metrics.clone());
+    let stored = reader.clone();
     let stream = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
+        .filter_map(move |event| {
+            let sifted = match event {
+                Ok(event) => sieve.sift(event, |key| stored.get(key)).map(Ok),
+                Err(error) => Some(Err(error)),
+            };
+            std::future::ready(sifted)
+        })
         .modify(|object: &mut K| object.managed_fields_mut().clear())
         .reflect(writer);
     let drive = async move {
