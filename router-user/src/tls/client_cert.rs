@@ -179,6 +179,23 @@ mod tests {
         assert_eq!(der_b64, format!("\"{}\"", base64::encode(&der)));
     }
 
+    /// A client certificate made by `openssl x509 -req` (version 1, serial 0x01AB7F), and its SHA-1 fingerprint
+    /// as `openssl x509 -noout -fingerprint -sha1` prints it (colons dropped).
+    const OPENSSL_CLIENT_PEM: &str = include_str!("testdata/client-one.pem");
+    const OPENSSL_CLIENT_SHA1: &str = "1FBC6FDEC24805F1D34562DB62BF8F089A413F30";
+
+    #[test]
+    fn sha1_and_der_values_are_openssls() {
+        let der = crate::tls::pem::certificates(OPENSSL_CLIENT_PEM).unwrap().remove(0);
+        let headers = client_cert_headers(Some(std::slice::from_ref(&der)));
+        assert_eq!(value(&headers, "X-SSL-Client-SHA1"), format!("\"{OPENSSL_CLIENT_SHA1}\""));
+        let pem_body: String = OPENSSL_CLIENT_PEM.lines().filter(|line| !line.starts_with("-----")).collect();
+        assert_eq!(value(&headers, "X-SSL-Client-DER"), format!("\"{pem_body}\""), "the PEM body is the DER's base64");
+        assert_eq!(value(&headers, "X-SSL-Client-Version"), "\"1\"");
+        assert_eq!(value(&headers, "X-SSL-Client-Serial"), "\"01AB7F\"");
+        assert_eq!(value(&headers, "X-SSL-Client-DN"), "\"/C=US/O=Acme/CN=client one\"");
+    }
+
     #[test]
     fn without_a_client_certificate_values_are_empty_quotes() {
         for peer in [None, Some(&[][..])] {

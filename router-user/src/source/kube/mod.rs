@@ -9,16 +9,18 @@
 //! - `reflect`: one list+watch reflector per resource, with backoff, signalling changes.
 //! - `stores`: the reflector stores and the `Snapshot` built from them.
 //! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
-//! - `ingress`: Ingress objects as routes.
 //! - `batch`: coalescing changes into snapshots.
 //! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
+//!
+//! Ingresses go into the snapshot as objects; `model::add_ingress_routes` makes their routes, as for manifests.
 
 mod batch;
 mod client;
 mod endpointslice_v1beta1;
 mod error;
-mod ingress;
+#[cfg(test)]
+mod ingress_tests;
 mod preflight;
 mod reflect;
 mod secret_access;
@@ -45,7 +47,6 @@ use tracing::info;
 
 pub use endpointslice_v1beta1::EndpointSliceV1beta1;
 pub use error::KubeError;
-pub use ingress::{ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use status::desired_entry;
 
 use self::reflect::reflect;

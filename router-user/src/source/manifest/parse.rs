@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 use serde::de::DeserializeOwned;
@@ -112,6 +113,9 @@ impl Ctx<'_> {
             ("v1", "Secret") => self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets),
             ("discovery.k8s.io/v1", "EndpointSlice") => {
                 self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| &mut o.endpoint_slices)
+            }
+            ("networking.k8s.io/v1", "Ingress") => {
+                self.add::<_, Ingress>(place, kind, value, namespaced, |o| &mut o.ingresses)
             }
             ("v1", "Namespace") => self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces),
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
