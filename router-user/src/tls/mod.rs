@@ -2,7 +2,6 @@
 //! validation, the default certificate, the per-table certificate store that :443 serves from, the server
 //! configurations (versions, ciphers, ALPN, client certificates) and the reencrypt client configurations.
 
-mod base64;
 mod cert_cache;
 mod cert_error;
 mod certs;
@@ -13,7 +12,6 @@ mod pem;
 mod pod_verifier;
 mod policy;
 mod server_config;
-mod sha1;
 mod store;
 #[cfg(test)]
 pub(crate) mod test_pki;
