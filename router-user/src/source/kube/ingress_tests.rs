@@ -20,7 +20,7 @@ const FIXTURE: &str = include_str!("../manifest/testdata/ingress.yaml");
 fn objects_of<K: DeserializeOwned>(kind: &str) -> Vec<K> {
     let documents: Vec<serde_json::Value> = FIXTURE
         .split("\n---\n")
-        .map(|text| serde_yaml::from_str(text).expect("fixture document"))
+        .map(|text| serde_saphyr::from_str(text).expect("fixture document"))
         .filter(|value: &serde_json::Value| value["kind"] == kind)
         .collect();
     documents.into_iter().map(|value| serde_json::from_value(value).expect("fixture object")).collect()
