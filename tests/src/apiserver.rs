@@ -19,7 +19,6 @@ use kube::discovery::pinned_kind;
 use kube::{Api, Client};
 use router::config::Settings;
 use router::source::SourceKind;
-use serde::Deserialize;
 
 pub mod objects;
 
@@ -208,12 +207,10 @@ impl Drop for ControlPlane {
 /// Creates or updates every object in `yaml` (a multi-document file). Returns `kind/name` of each object.
 pub async fn apply_yaml(client: &Client, yaml: &str) -> Vec<String> {
     let mut applied = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(yaml) {
-        let value = serde_yaml::Value::deserialize(document).expect("YAML document");
-        if value.is_null() {
-            continue;
-        }
-        let object: DynamicObject = serde_yaml::from_value(value).expect("manifest object");
+    // Empty and null documents are skipped.
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(yaml).expect("YAML documents");
+    for value in documents {
+        let object: DynamicObject = serde_json::from_value(value).expect("manifest object");
         applied.push(apply(client, object).await);
     }
     applied

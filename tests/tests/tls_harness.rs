@@ -177,7 +177,7 @@ fn tls_route_and_h2c_service_manifests_parse() {
     }
     .yaml();
     let route: router::model::Route =
-        serde_yaml::from_str(yaml.trim_end().trim_end_matches("---")).expect("route parses");
+        serde_saphyr::from_str(yaml.trim_end().trim_end_matches("---")).expect("route parses");
     let tls = route.spec.tls.expect("tls");
     assert_eq!(tls.termination, "reencrypt");
     assert_eq!(tls.certificate.as_deref().map(str::trim_end), Some(leaf.cert_pem.trim_end()));
@@ -186,17 +186,17 @@ fn tls_route_and_h2c_service_manifests_parse() {
     assert_eq!(tls.destination_ca_certificate.as_deref().map(str::trim_end), Some(ca.cert_pem.trim_end()));
     assert_eq!(tls.insecure_edge_termination_policy.as_deref(), Some("Redirect"));
     let plain = RouteSpec::new("ns", "p", "p.example.com", "svc").yaml();
-    let route: router::model::Route = serde_yaml::from_str(plain.trim_end().trim_end_matches("---")).expect("parses");
+    let route: router::model::Route = serde_saphyr::from_str(plain.trim_end().trim_end_matches("---")).expect("parses");
     assert!(route.spec.tls.is_none());
 
     let addr = "127.0.0.1:8443".parse().expect("addr");
     let yaml = service_with_app_protocol("ns", "svc", &[addr], "kubernetes.io/h2c");
     let documents: Vec<&str> = yaml.split("---\n").filter(|d| !d.trim().is_empty()).collect();
     assert_eq!(documents.len(), 2);
-    let service: k8s_openapi::api::core::v1::Service = serde_yaml::from_str(documents[0]).expect("service");
+    let service: k8s_openapi::api::core::v1::Service = serde_saphyr::from_str(documents[0]).expect("service");
     let port = &service.spec.expect("spec").ports.expect("ports")[0];
     assert_eq!(port.app_protocol.as_deref(), Some("kubernetes.io/h2c"));
-    let slice: EndpointSlice = serde_yaml::from_str(documents[1]).expect("endpoint slice");
+    let slice: EndpointSlice = serde_saphyr::from_str(documents[1]).expect("endpoint slice");
     let port = &slice.ports.expect("ports")[0];
     assert_eq!(port.app_protocol.as_deref(), Some("kubernetes.io/h2c"));
     assert_eq!(port.port, Some(8443));

@@ -88,7 +88,7 @@ mod tests {
     use super::*;
 
     fn route(yaml: &str) -> Route {
-        serde_yaml::from_str(yaml).expect("route")
+        serde_saphyr::from_str(yaml).expect("route")
     }
 
     #[test]

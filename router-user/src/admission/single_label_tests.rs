@@ -164,7 +164,7 @@ fn route(row: &Row) -> Route {
     let created = k8s_openapi::jiff::Timestamp::from_second(i64::from(OLDEST_UNIX + seconds)).expect("time");
     let policy = if wildcard { "Subdomain" } else { "None" };
     let uid = format!("{}_{namespace}_{name}", OLDEST_UNIX + seconds);
-    serde_yaml::from_str(&format!(
+    serde_saphyr::from_str(&format!(
         "metadata: {{name: {name}, namespace: {namespace}, uid: {uid}, creationTimestamp: \"{created}\"}}\nspec: {{host: \"{host}\", path: \"{path}\", wildcardPolicy: {policy}, to: {{kind: Service, name: svc}}}}\n"
     ))
     .expect("route")
@@ -325,7 +325,7 @@ fn valid_rows_and_single_label_wildcard_hosts_are_served() {
     assert_eq!(served("x.myapp"), None, "a single-label wildcard host covers nothing under it");
 
     let mut passthrough = route(&("ns", "pass", "secure", "", true, 0, &[]));
-    passthrough.spec.tls = serde_yaml::from_str("{termination: passthrough}").expect("tls");
+    passthrough.spec.tls = serde_saphyr::from_str("{termination: passthrough}").expect("tls");
     let mut snapshot = Snapshot::default();
     snapshot.routes.insert(ObjectKey::new("ns", "pass"), Arc::new(passthrough));
     let table = build(&snapshot, &options, 1);

@@ -16,7 +16,7 @@ fn route((name, seconds, path, termination): Row) -> Route {
         "passthrough" => ", tls: {termination: passthrough, insecureEdgeTerminationPolicy: Redirect}".to_string(),
         other => format!(", tls: {{termination: {other}, insecureEdgeTerminationPolicy: Allow}}"),
     };
-    serde_yaml::from_str(&format!(
+    serde_saphyr::from_str(&format!(
         "metadata: {{name: \"{name}\", namespace: test, uid: \"{seconds:03}\", creationTimestamp: \"2026-01-01T00:00:{seconds:02}Z\"}}\nspec: {{host: test.com, path: \"{path}\", to: {{kind: Service, name: svc}}{tls}}}\n"
     ))
     .expect("route")

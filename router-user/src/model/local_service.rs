@@ -214,7 +214,7 @@ mod tests {
     fn snapshot(yaml: &str) -> Snapshot {
         let mut snapshot = Snapshot::default();
         for doc in yaml.split("\n---\n") {
-            let value: serde_json::Value = serde_yaml::from_str(doc).expect("yaml");
+            let value: serde_json::Value = serde_saphyr::from_str(doc).expect("yaml");
             let name = value["metadata"]["name"].as_str().expect("name").to_owned();
             let namespace = value["metadata"]["namespace"].as_str().expect("namespace").to_owned();
             let key = ObjectKey::new(namespace, name);

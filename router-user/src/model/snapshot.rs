@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 
 use super::objects::Objects;
 use super::route::Route;
@@ -34,6 +35,7 @@ impl std::fmt::Display for ObjectKey {
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// Route objects, and the routes `add_ingress_routes` made of `ingresses`.
     pub routes: Objects<ObjectKey, Route>,
     pub services: Objects<ObjectKey, Service>,
     pub endpoint_slices: Objects<ObjectKey, EndpointSlice>,
@@ -42,6 +44,9 @@ pub struct Snapshot {
     /// Cluster-scoped: keyed by name.
     pub namespaces: Objects<String, Namespace>,
     pub secrets: Objects<ObjectKey, Secret>,
+    /// `networking.k8s.io/v1` Ingresses, as read; their routes are in `routes` once the source has run
+    /// `add_ingress_routes`.
+    pub ingresses: Objects<ObjectKey, Ingress>,
     /// Secrets named by a route's `externalCertificate` that the router's service account may not read.
     pub unreadable_secrets: BTreeSet<ObjectKey>,
 }

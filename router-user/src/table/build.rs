@@ -277,7 +277,7 @@ mod tests {
                 "metadata: {{name: {name}, namespace: ns{extra}}}\nspec: {{host: {name}.example.com, to: {{kind: \
                  Service, name: {name}}}}}\n"
             );
-            let route: Route = serde_yaml::from_str(&yaml).expect("test route");
+            let route: Route = serde_saphyr::from_str(&yaml).expect("test route");
             snapshot.routes.insert(ObjectKey::new("ns", *name), Arc::new(route));
         }
         for (service, ip) in slices {
@@ -286,7 +286,7 @@ mod tests {
                  addressType: IPv4\nports: [{{name: http, port: 8080, protocol: TCP}}]\n\
                  endpoints: [{{addresses: [\"{ip}\"]}}, {{addresses: [\"10.0.0.99\"]}}]\n"
             );
-            let slice = Arc::new(serde_yaml::from_str(&yaml).expect("test slice"));
+            let slice = Arc::new(serde_saphyr::from_str(&yaml).expect("test slice"));
             snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), slice);
         }
         snapshot

@@ -10,7 +10,7 @@ use super::{build, BuildOptions, HttpAction, RouteTable};
 use crate::model::{ObjectKey, Route, Snapshot};
 
 fn route(yaml: &str) -> Route {
-    serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("test route does not parse: {e}\n{yaml}"))
+    serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("test route does not parse: {e}\n{yaml}"))
 }
 
 fn simple_route(namespace: &str, name: &str, host: &str, path: &str, created: &str) -> Route {
@@ -131,7 +131,7 @@ fn endpoints_come_from_ready_slice_addresses_of_every_weighted_service() {
         "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: r, namespace: ns}\nspec:\n  host: e.example.com\n  to: {kind: Service, name: main, weight: 1}\n  alternateBackends:\n  - {kind: Service, name: alt, weight: 1}\n  - {kind: Service, name: off, weight: 0}\n",
     )]);
     let slice = |service: &str, addresses: &str| -> EndpointSlice {
-        serde_yaml::from_str(&format!(
+        serde_saphyr::from_str(&format!(
             "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {service}-x, namespace: ns, labels: {{kubernetes.io/service-name: {service}}}}}\naddressType: IPv4\nports: [{{name: http, port: 8080}}, {{name: dns, port: 53, protocol: UDP}}]\nendpoints:\n{addresses}"
         ))
         .expect("slice")
@@ -158,7 +158,7 @@ fn endpoints_come_from_ready_slice_addresses_of_every_weighted_service() {
 #[test]
 fn core_endpoints_serve_a_service_without_slices() {
     let mut snapshot = snapshot(vec![simple_route("ns", "r", "c.example.com", "", "2026-01-01T00:00:00Z")]);
-    let endpoints: Endpoints = serde_yaml::from_str(
+    let endpoints: Endpoints = serde_saphyr::from_str(
         "apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: 10.9.0.1, targetRef: {kind: Pod, name: web-1}}]\n  notReadyAddresses: [{ip: 10.9.0.2}]\n  ports: [{name: web, port: 80}]\n",
     )
     .expect("endpoints");

@@ -252,7 +252,7 @@ mod tests {
                 "metadata: {{name: {name}, namespace: {namespace}, labels: {{kubernetes.io/service-name: {service}}}}}\n\
                  addressType: IPv4\nports: [{{name: http, port: 80}}]\nendpoints: [{{addresses: [\"{ip}\"]}}]\n"
             );
-            let slice = serde_yaml::from_str(&yaml).expect("test slice");
+            let slice = serde_saphyr::from_str(&yaml).expect("test slice");
             snapshot.endpoint_slices.insert(ObjectKey::new(namespace, name), Arc::new(slice));
         }
         let index = EndpointIndex::new(&snapshot, false);
@@ -288,7 +288,7 @@ mod tests {
                  addressType: {address_type}\nports: [{{name: http, port: 80}}]\n\
                  endpoints: [{{addresses: [\"{address}\"]}}]\n"
             );
-            let slice = serde_yaml::from_str(&yaml).expect("test slice");
+            let slice = serde_saphyr::from_str(&yaml).expect("test slice");
             snapshot.endpoint_slices.insert(ObjectKey::new("x", name), Arc::new(slice));
         }
         let index = EndpointIndex::new(&snapshot, false);

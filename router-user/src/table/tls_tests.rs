@@ -29,7 +29,7 @@ fn tls_route(name: &str, host: &str, path: &str, created: &str, tls: Option<Tls<
             yaml.push_str(&format!("    certificate: |\n{}    key: |\n{}", indent(&cert), indent(&key)));
         }
     }
-    serde_yaml::from_str(&yaml).unwrap_or_else(|e| panic!("test route does not parse: {e}\n{yaml}"))
+    serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("test route does not parse: {e}\n{yaml}"))
 }
 
 fn table(routes: Vec<Route>) -> RouteTable {

@@ -6,13 +6,14 @@
 //! dates as `YYMMDDhhmmssZ`, and the DER in base64. Without a client certificate the quoted headers are `""`.
 //! The caller removes client-sent `X-SSL*` headers first.
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
 use rustls_pki_types::CertificateDer;
+use sha1::{Digest as _, Sha1};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::time::ASN1Time;
 use x509_parser::x509::X509Name;
-
-use super::{base64, sha1};
 
 /// Header names, in the template's order.
 pub const X_SSL: &str = "x-ssl";
@@ -35,13 +36,13 @@ pub fn client_cert_headers(peer: Option<&[CertificateDer<'static>]>) -> Vec<(Hea
         Some((der, cert)) => [
             (X_SSL_CLIENT_SERIAL, upper_hex(cert.raw_serial()).into_bytes()),
             (X_SSL_CLIENT_VERSION, (cert.version().0 + 1).to_string().into_bytes()),
-            (X_SSL_CLIENT_SHA1, upper_hex(&sha1::digest(der)).into_bytes()),
+            (X_SSL_CLIENT_SHA1, upper_hex(&Sha1::digest(der)).into_bytes()),
             (X_SSL_CLIENT_DN, one_line(cert.subject())),
             (X_SSL_CLIENT_CN, first_cn(cert)),
             (X_SSL_ISSUER, one_line(cert.issuer())),
             (X_SSL_CLIENT_NOT_BEFORE, short_time(&cert.validity().not_before).into_bytes()),
             (X_SSL_CLIENT_NOT_AFTER, short_time(&cert.validity().not_after).into_bytes()),
-            (X_SSL_CLIENT_DER, base64::encode(der).into_bytes()),
+            (X_SSL_CLIENT_DER, BASE64.encode(der).into_bytes()),
         ],
         None => [
             (X_SSL_CLIENT_SERIAL, Vec::new()),
@@ -173,10 +174,27 @@ mod tests {
         assert_eq!(value(&headers, "X-SSL-Client-NotAfter"), "\"511231000000Z\"");
         let sha1 = value(&headers, "X-SSL-Client-SHA1");
         assert_eq!(sha1.len(), 42);
-        assert_eq!(sha1, format!("\"{}\"", upper_hex(&sha1::digest(&der))));
+        assert_eq!(sha1, format!("\"{}\"", upper_hex(&Sha1::digest(&der))));
         let der_b64 = value(&headers, "X-SSL-Client-DER");
         assert!(der_b64.starts_with("\"MII"), "DER of a SEQUENCE with a two-byte length: {der_b64}");
-        assert_eq!(der_b64, format!("\"{}\"", base64::encode(&der)));
+        assert_eq!(der_b64, format!("\"{}\"", BASE64.encode(&der)));
+    }
+
+    /// A client certificate made by `openssl x509 -req` (version 1, serial 0x01AB7F), and its SHA-1 fingerprint
+    /// as `openssl x509 -noout -fingerprint -sha1` prints it (colons dropped).
+    const OPENSSL_CLIENT_PEM: &str = include_str!("testdata/client-one.pem");
+    const OPENSSL_CLIENT_SHA1: &str = "1FBC6FDEC24805F1D34562DB62BF8F089A413F30";
+
+    #[test]
+    fn sha1_and_der_values_are_openssls() {
+        let der = crate::tls::pem::certificates(OPENSSL_CLIENT_PEM).unwrap().remove(0);
+        let headers = client_cert_headers(Some(std::slice::from_ref(&der)));
+        assert_eq!(value(&headers, "X-SSL-Client-SHA1"), format!("\"{OPENSSL_CLIENT_SHA1}\""));
+        let pem_body: String = OPENSSL_CLIENT_PEM.lines().filter(|line| !line.starts_with("-----")).collect();
+        assert_eq!(value(&headers, "X-SSL-Client-DER"), format!("\"{pem_body}\""), "the PEM body is the DER's base64");
+        assert_eq!(value(&headers, "X-SSL-Client-Version"), "\"1\"");
+        assert_eq!(value(&headers, "X-SSL-Client-Serial"), "\"01AB7F\"");
+        assert_eq!(value(&headers, "X-SSL-Client-DN"), "\"/C=US/O=Acme/CN=client one\"");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! configurations (versions, ciphers, ALPN, client certificates), and reencrypt: the client configurations
 //! and each route's pool of TLS connections to its pods.
 
-mod base64;
 mod cert_cache;
 mod cert_error;
 mod certs;
@@ -15,7 +14,6 @@ mod pod_verifier;
 mod policy;
 mod reencrypt_pool;
 mod server_config;
-mod sha1;
 mod store;
 #[cfg(test)]
 pub(crate) mod test_pki;

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic where they fail
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls_pki_types::CertificateDer;
 
@@ -74,7 +76,7 @@ pub(crate) fn self_signed(host: &str) -> Leaf {
 }
 
 pub(crate) fn pem_of(der: &[u8]) -> String {
-    let b64 = super::base64::encode(der);
+    let b64 = BASE64.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
     for line in b64.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(line).unwrap());
@@ -141,7 +143,7 @@ pub(crate) fn sec1_pem(key: &KeyPair) -> String {
     let (rest, _version) = split_element(body);
     let (rest, _algorithm) = split_element(rest);
     let (_, octets) = der_element(rest);
-    let b64 = super::base64::encode(octets);
+    let b64 = BASE64.encode(octets);
     let mut out = String::from("-----BEGIN EC PRIVATE KEY-----\n");
     for line in b64.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(line).unwrap());

@@ -12,10 +12,11 @@
 //! - `skipped`: the objects left out now (shown on `/debug/skipped`).
 //! - `stores`: the reflector stores and the `Snapshot` built from them.
 //! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
-//! - `ingress`: Ingress objects as routes.
 //! - `batch`: coalescing changes into snapshots.
 //! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
+//!
+//! Ingresses go into the snapshot as objects; `model::add_ingress_routes` makes their routes, as for manifests.
 
 mod backoff;
 mod batch;
@@ -23,7 +24,8 @@ mod client;
 mod decoded;
 mod endpointslice_v1beta1;
 mod error;
-mod ingress;
+#[cfg(test)]
+mod ingress_tests;
 mod preflight;
 mod reflect;
 mod secret_access;
@@ -52,7 +54,6 @@ use tracing::info;
 
 pub use endpointslice_v1beta1::EndpointSliceV1beta1;
 pub use error::KubeError;
-pub use ingress::{ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use skipped::{SkippedObject, SkippedObjects};
 pub use status::desired_entry;
 

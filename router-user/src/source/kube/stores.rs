@@ -10,8 +10,7 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
-use super::ingress::ingress_routes;
-use crate::model::{ObjectKey, Objects, Route, Snapshot};
+use crate::model::{add_ingress_routes, ObjectKey, Objects, Route, Snapshot};
 
 /// Which EndpointSlice API the server serves, or none when core Endpoints are watched instead.
 #[derive(Clone)]
@@ -71,15 +70,10 @@ impl Stores {
             endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
+            ingresses: keyed(&self.ingresses),
             unreadable_secrets: BTreeSet::new(),
         };
-        for ingress in self.ingresses.state() {
-            for (key, route) in ingress_routes(&ingress, &snapshot) {
-                if !snapshot.routes.contains_key(&key) {
-                    snapshot.routes.insert(key, Arc::new(route));
-                }
-            }
-        }
+        add_ingress_routes(&mut snapshot);
         snapshot
     }
 }

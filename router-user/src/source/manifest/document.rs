@@ -1,14 +1,16 @@
 //! Splits a manifest file into YAML documents that keep their file lines; locates nodes in them.
 //!
-//! serde_yaml reports positions relative to the text it was given, so each document carries the
+//! The YAML reader reports positions relative to the text it was given, so each document carries the
 //! file line of its first line; the `---` marker line is kept (blanked) so document line 1 is the
 //! marker's file line.
 
 use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserializer;
+use serde_saphyr::Spanned;
+
+use super::yaml;
 
 /// One YAML document of a file.
 #[derive(Debug)]
@@ -65,99 +67,93 @@ fn marker<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     }
 }
 
+/// One step of a path into a document: a mapping's key or a sequence's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
 /// 1-based line (in `text`) where the document's top-level node starts.
 pub(super) fn node_line(text: &str) -> Option<usize> {
-    let err = serde_yaml::from_str::<Mark>(text).err()?;
-    err.location().map(|at| at.line())
+    path_line(text, &[])
 }
 
 /// 1-based line (in `text`) where element `index` of the document's top-level `items` sequence
 /// starts.
 pub(super) fn item_line(text: &str, index: usize) -> Option<usize> {
-    let err = probe_item::<Mark>(text, index).err()?;
-    err.location().map(|at| at.line())
+    probe(text, &[Step::Key("items"), Step::Index(index)])
 }
 
-/// Deserializes element `index` of the document's `items` as `T` straight from the text, skipping
-/// the rest, so a failure carries its position in `text` (a `serde_yaml::Value` has no positions).
-pub(super) fn probe_item<T: DeserializeOwned>(text: &str, index: usize) -> Result<(), serde_yaml::Error> {
-    ListProbe::<T> { index, item: PhantomData }.deserialize(serde_yaml::Deserializer::from_str(text))
+/// 1-based line (in `text`) where the node at `path` starts, or the deepest node on `path` that the
+/// document has (a missing field's error names the mapping that lacks it).
+pub(super) fn path_line(text: &str, path: &[Step<'_>]) -> Option<usize> {
+    (0..=path.len()).rev().find_map(|len| probe(text, &path[..len]))
 }
 
-/// Fails on whatever it is asked to read, so serde_yaml stamps the error with that node's start
-/// position.
-struct Mark;
+/// The line of the node at `path`, as the reader saw it (`Spanned`); `None` when `path` is not in the
+/// document (or the text does not read).
+fn probe(text: &str, path: &[Step<'_>]) -> Option<usize> {
+    let line = yaml::with_deserializer(text, |reader| PathProbe { path }.deserialize(reader)).ok()??;
+    usize::try_from(line).ok().filter(|line| *line > 0)
+}
 
-impl<'de> de::Deserialize<'de> for Mark {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MarkVisitor;
-        impl Visitor<'_> for MarkVisitor {
-            type Value = Mark;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("nothing (position probe)")
+/// Walks `path` (skipping everything beside it) and reads the node there with its position: its line, or
+/// `None` when the path leads nowhere.
+struct PathProbe<'p> {
+    path: &'p [Step<'p>],
+}
+
+impl<'de> DeserializeSeed<'de> for PathProbe<'_> {
+    type Value = Option<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<u64>, D::Error> {
+        match self.path.first() {
+            None => {
+                let node = Spanned::<IgnoredAny>::deserialize(deserializer)?;
+                Ok(Some(node.referenced.line()))
             }
+            Some(Step::Key(_)) => deserializer.deserialize_map(self),
+            Some(Step::Index(_)) => deserializer.deserialize_seq(self),
         }
-        deserializer.deserialize_any(MarkVisitor)
     }
 }
 
-/// Walks `{ items: [...] }`, reading element `index` as `T` and ignoring everything else.
-struct ListProbe<T> {
-    index: usize,
-    item: PhantomData<T>,
-}
-
-impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for ListProbe<T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de, T: DeserializeOwned> Visitor<'de> for ListProbe<T> {
-    type Value = ();
+impl<'de> Visitor<'de> for PathProbe<'_> {
+    type Value = Option<u64>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list object with items")
+        f.write_str("the node of a path (position probe)")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<serde_yaml::Value>()? {
-            if key.as_str() == Some("items") {
-                map.next_value_seed(ItemsProbe::<T> { index: self.index, item: PhantomData })?;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
+        let wanted = match self.path.first() {
+            Some(Step::Key(key)) => Some(*key),
+            _ => None,
+        };
+        let rest = self.path.get(1..).unwrap_or_default();
+        let mut line = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if line.is_none() && wanted == Some(key.as_str()) {
+                line = map.next_value_seed(PathProbe { path: rest })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(())
+        Ok(line)
     }
-}
-
-struct ItemsProbe<T> {
-    index: usize,
-    item: PhantomData<T>,
-}
-
-impl<'de, T: DeserializeOwned> DeserializeSeed<'de> for ItemsProbe<T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de, T: DeserializeOwned> Visitor<'de> for ItemsProbe<T> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a sequence of objects")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut at = 0;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+        let wanted = match self.path.first() {
+            Some(Step::Index(index)) => Some(*index),
+            _ => None,
+        };
+        let rest = self.path.get(1..).unwrap_or_default();
+        let (mut at, mut line) = (0, None);
         loop {
-            let more = if at == self.index {
-                seq.next_element::<T>()?.is_some()
+            let more = if Some(at) == wanted {
+                seq.next_element_seed(PathProbe { path: rest })?.map(|found| line = found).is_some()
             } else {
                 seq.next_element::<IgnoredAny>()?.is_some()
             };
             if !more {
-                return Ok(());
+                return Ok(line);
             }
             at += 1;
         }
@@ -212,15 +208,15 @@ mod tests {
     }
 
     #[test]
-    fn probe_item_reports_field_line() {
-        #[derive(serde::Deserialize)]
-        #[allow(dead_code)]
-        struct Port {
-            port: i32,
-        }
-        let text = "kind: List\nitems:\n- port: 1\n- port: 2\n- port: nope\n";
-        assert!(probe_item::<Port>(text, 1).is_ok());
-        let err = probe_item::<Port>(text, 2).expect_err("bad port");
-        assert_eq!(err.location().map(|at| at.line()), Some(5));
+    fn path_lines_of_fields_and_of_the_deepest_node_there_is() {
+        let text = "kind: List\nitems:\n- port: 1\n- port: 2\n- spec:\n    ports:\n    - port: nope\n";
+        let at = |path: &[Step<'_>]| path_line(text, path);
+        assert_eq!(at(&[Step::Key("items"), Step::Index(1), Step::Key("port")]), Some(4));
+        let deep = [Step::Key("items"), Step::Index(2), Step::Key("spec"), Step::Key("ports"), Step::Index(0)];
+        assert_eq!(at(&[&deep[..], &[Step::Key("port")]].concat()), Some(7));
+        // A missing field: the mapping that lacks it.
+        assert_eq!(at(&[&deep[..], &[Step::Key("name")]].concat()), Some(7));
+        assert_eq!(at(&[Step::Key("items"), Step::Index(9)]), Some(3), "no such item: the sequence");
+        assert_eq!(at(&[Step::Key("kind"), Step::Key("x")]), Some(1), "a scalar where a mapping is walked");
     }
 }

@@ -1,7 +1,8 @@
 //! The manifest source: Kubernetes objects from YAML/JSON files (`--manifests PATH`), watched.
 //!
-//! - `document`: splits a file into YAML documents with their first file line, and locates list
-//!   items.
+//! - `yaml`: the YAML reader's options, and an error's line and reason.
+//! - `document`: splits a file into YAML documents with their first file line, and locates nodes
+//!   (list items, the field a path names) in them.
 //! - `parse`: turns one file's text into a per-file `Snapshot` plus `ManifestError`s.
 //! - `tree`: lists the manifest files under a path and fingerprints them for the poll fallback.
 //! - `store`: `ManifestSource`, the per-file last-good cache merged into one `SourceUpdate`.
@@ -14,6 +15,7 @@ mod parse;
 mod store;
 mod tree;
 mod watch;
+mod yaml;
 
 pub use error::ManifestError;
 pub use store::ManifestSource;

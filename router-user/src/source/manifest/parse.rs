@@ -1,9 +1,9 @@
 //! Turns one manifest file's text into its objects (a per-file `Snapshot`) and its errors.
 //!
-//! Each document is read into a `serde_yaml::Value` (syntax errors carry their line), dispatched on
-//! `apiVersion`+`kind`, and converted into the typed object. When that conversion fails, the same
-//! document text is deserialized again straight into the type, so the error points at the offending
-//! field's file line.
+//! Each document is read into a JSON value (syntax errors carry their line), dispatched on
+//! `apiVersion`+`kind`, and converted into the typed object, as the API server converts YAML to JSON
+//! before decoding. When that conversion fails, its error names the path of the offending field, and
+//! walking the document text to that path gives the field's file line.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,13 +11,16 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 use serde::de::DeserializeOwned;
-use serde_yaml::Value;
+use serde_json::Value;
+use serde_path_to_error::Segment;
 
-use super::document::{self, Document};
-use super::error::{yaml_reason, ManifestError};
+use super::document::{self, Document, Step};
+use super::error::ManifestError;
+use super::yaml;
 use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
@@ -54,11 +57,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn document(&mut self) {
-        let value: Value = match serde_yaml::from_str(&self.doc.text) {
+        let value: Value = match yaml::from_str(&self.doc.text) {
             Ok(value) => value,
             Err(err) => {
-                let line = err.location().map_or(1, |at| at.line());
-                return self.fail(Place::Document, Some(line), yaml_reason(&err));
+                let line = yaml::line(&err).unwrap_or(1);
+                return self.fail(Place::Document, Some(line), yaml::reason(&err));
             }
         };
         if value.is_null() {
@@ -80,7 +83,7 @@ impl Ctx<'_> {
         let list_version = str_field(&value, "apiVersion").to_owned();
         let item_kind = str_field(&value, "kind").strip_suffix("List").unwrap_or_default().to_owned();
         let items = match value.get_mut("items").map(std::mem::take) {
-            Some(Value::Sequence(items)) => items,
+            Some(Value::Array(items)) => items,
             Some(Value::Null) | None => Vec::new(),
             Some(_) => {
                 let line = document::node_line(&self.doc.text);
@@ -99,7 +102,7 @@ impl Ctx<'_> {
     }
 
     fn object(&mut self, place: Place, api_version: &str, kind: &str, value: Value) {
-        if !value.is_mapping() {
+        if !value.is_object() {
             let reason = "not a Kubernetes object: expected a mapping with apiVersion and kind";
             return self.fail(place, None, reason.to_owned());
         }
@@ -112,6 +115,9 @@ impl Ctx<'_> {
             ("v1", "Secret") => self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets),
             ("discovery.k8s.io/v1", "EndpointSlice") => {
                 self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| &mut o.endpoint_slices)
+            }
+            ("networking.k8s.io/v1", "Ingress") => {
+                self.add::<_, Ingress>(place, kind, value, namespaced, |o| &mut o.ingresses)
             }
             ("v1", "Namespace") => self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces),
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
@@ -154,19 +160,37 @@ impl Ctx<'_> {
         map.insert(key, Arc::new(object));
     }
 
+    /// Converts `value` into `T`; a failure is reported at the file line of the field its path names, with
+    /// that path (`items[N].` first for a list item) in the reason.
     fn decode<T: DeserializeOwned>(&self, place: Place, value: Value) -> Result<T, ManifestError> {
-        let plain = match T::deserialize(value) {
+        let err = match serde_path_to_error::deserialize::<_, T>(value) {
             Ok(object) => return Ok(object),
             Err(err) => err,
         };
-        let text = &self.doc.text;
-        let located = match place {
-            Place::Document => serde_yaml::from_str::<T>(text).err(),
-            Place::Item(index) => document::probe_item::<T>(text, index).err(),
+        let mut steps = match place {
+            Place::Document => Vec::new(),
+            Place::Item(index) => vec![Step::Key("items"), Step::Index(index)],
         };
-        let err = located.filter(|err| err.location().is_some()).unwrap_or(plain);
-        let line = err.location().map(|at| at.line());
-        Err(self.error_at(place, line, yaml_reason(&err)))
+        for segment in err.path().iter() {
+            match segment {
+                Segment::Map { key } => steps.push(Step::Key(key)),
+                Segment::Seq { index } => steps.push(Step::Index(*index)),
+                Segment::Enum { .. } | Segment::Unknown => break,
+            }
+        }
+        let line = document::path_line(&self.doc.text, &steps);
+        let at_root = err.path().iter().next().is_none();
+        let path = match place {
+            Place::Document if at_root => None,
+            Place::Document => Some(err.path().to_string()),
+            Place::Item(index) if at_root => Some(format!("items[{index}]")),
+            Place::Item(index) => Some(format!("items[{index}].{}", err.path())),
+        };
+        let reason = match path {
+            Some(path) => format!("{path}: {}", err.inner()),
+            None => err.inner().to_string(),
+        };
+        Err(self.error_at(place, line, reason))
     }
 
     /// An error about the object at `place`; `line` is the document line if known, else the

@@ -5,7 +5,8 @@
 //! parse, so one bad document at start doesn't hide the rest). A file is re-parsed only when its
 //! bytes change. A deleted file drops its objects; a directory that cannot be listed (or a missing
 //! root) keeps what was known under it. The same object in two files: the later file in path order
-//! wins, with a warning.
+//! wins, with a warning. Ingresses become routes after the merge (`model::add_ingress_routes`), as
+//! in the Kubernetes source.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -18,7 +19,7 @@ use std::time::Instant;
 use super::error::ManifestError;
 use super::parse::{self, Parsed};
 use super::tree;
-use crate::model::{Objects, Snapshot};
+use crate::model::{add_ingress_routes, Objects, Snapshot};
 use crate::source::SourceUpdate;
 
 /// Reads Kubernetes manifests from a file or a directory tree; see the module docs for the caching
@@ -142,7 +143,8 @@ impl ManifestSource {
     /// Merges the files into the update; logs duplicates that are new.
     fn finish(&mut self, changed: bool) -> Pass {
         let started = Instant::now();
-        let (snapshot, duplicates) = merge(&self.files);
+        let (mut snapshot, duplicates) = merge(&self.files);
+        add_ingress_routes(&mut snapshot);
         let merge_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(files = self.files.len(), routes = snapshot.routes.len(), merge_ms, "manifests merged");
         for dup in duplicates.difference(&self.duplicates) {
@@ -222,7 +224,7 @@ fn log_new(before: &[ManifestError], now: &[ManifestError]) {
 }
 
 /// All files' objects in path order (later files override earlier ones), and the overrides that
-/// happened.
+/// happened. Ingresses are merged as objects; `finish` adds their routes after the merge.
 fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>) {
     let mut merged = Snapshot::default();
     let mut dups = BTreeSet::new();
@@ -232,6 +234,7 @@ fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>
     merge_kind(files, "Endpoints", &mut merged.endpoints, |o| &o.endpoints, &mut dups);
     merge_kind(files, "Namespace", &mut merged.namespaces, |o| &o.namespaces, &mut dups);
     merge_kind(files, "Secret", &mut merged.secrets, |o| &o.secrets, &mut dups);
+    merge_kind(files, "Ingress", &mut merged.ingresses, |o| &o.ingresses, &mut dups);
     (merged, dups)
 }
 

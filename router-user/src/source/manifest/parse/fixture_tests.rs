@@ -10,6 +10,7 @@ const LIST: &str = include_str!("../testdata/list.yaml");
 const ENDPOINT_SLICE: &str = include_str!("../testdata/endpointslice.yaml");
 const ENDPOINTS: &str = include_str!("../testdata/endpoints.yaml");
 const MIXED: &str = include_str!("../testdata/mixed.yaml");
+const INGRESS: &str = include_str!("../testdata/ingress.yaml");
 
 #[test]
 fn route_with_every_field_as_oc_prints_it() {
@@ -114,4 +115,22 @@ fn mixed_kinds_comments_empty_documents_and_default_namespace() {
     // The ConfigMap is ignored.
     let kinds = [objects.namespaces.len(), objects.services.len(), objects.routes.len()];
     assert_eq!(kinds.iter().sum::<usize>() + objects.secrets.len(), 4);
+}
+
+#[test]
+fn ingress_as_kubectl_prints_it() {
+    let parsed = clean(INGRESS);
+    let objects = &parsed.objects;
+    let ingress = &objects.ingresses[&key("shop", "site")];
+    assert_eq!(ingress.metadata.managed_fields, None);
+    let spec = ingress.spec.as_ref().expect("spec");
+    let rules = spec.rules.as_ref().expect("rules");
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[1].http.as_ref().expect("http").paths[2].path_type, "ImplementationSpecific");
+    let tls = spec.tls.as_ref().expect("tls");
+    assert_eq!(tls[0].secret_name.as_deref(), Some("site-tls"));
+    assert!(objects.services.contains_key(&key("shop", "web")));
+    assert!(objects.secrets.contains_key(&key("shop", "site-tls")));
+    // A file's objects are as read: the routes of the Ingress are added to the merged snapshot.
+    assert!(objects.routes.is_empty());
 }

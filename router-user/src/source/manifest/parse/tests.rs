@@ -61,6 +61,35 @@ fn field_error_in_third_document_has_its_file_line() {
 }
 
 #[test]
+fn a_field_error_has_the_fields_own_line_and_a_missing_field_its_mappings() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: Service\n",
+        "metadata:\n",
+        "  name: a\n",
+        "spec:\n",
+        "  ports:\n",
+        "  - name: http\n",
+        "    protocol: TCP\n",
+        "    port: eighty\n",
+        "---\n",
+        "apiVersion: route.openshift.io/v1\n",
+        "kind: Route\n",
+        "metadata:\n",
+        "  name: r\n",
+        "spec:\n",
+        "  host: a.example.com\n",
+    );
+    let parsed = parse(text);
+    let got: Vec<_> = parsed.errors.iter().map(|e| (e.line, e.reason.as_str())).collect();
+    let want = [
+        (Some(9), "spec.ports[0].port: invalid type: string \"eighty\", expected i32"),
+        (Some(16), "spec: missing field `to`"),
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
 fn syntax_error_in_third_document_has_its_file_line() {
     let text = concat!(
         "apiVersion: v1\n",
@@ -76,7 +105,7 @@ fn syntax_error_in_third_document_has_its_file_line() {
     );
     let parsed = parse(text);
     assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
-    // libyaml reports where it gave up: the line after the unclosed `[`.
+    // The reader reports where it gave up: the line after the unclosed `[`.
     assert_eq!(parsed.errors[0].line, Some(10), "{}", parsed.errors[0]);
     assert!(parsed.objects.namespaces.contains_key("a"));
 }

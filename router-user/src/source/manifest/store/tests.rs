@@ -179,3 +179,43 @@ fn a_pass_over_named_paths_sees_what_a_full_pass_sees() {
     fs::remove_dir_all(root.join("sub")).expect("rm -r");
     assert!(source.pass_paths(&paths(&["sub"]), &mut seen).is_none());
 }
+
+#[test]
+fn an_ingress_becomes_routes_after_the_merge_and_a_route_object_keeps_its_name() {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = include_str!("../testdata/ingress.yaml");
+    let (service, rest) = fixture.split_once("\n---\n").expect("the Service comes first");
+    write(&dir.path().join("ingress.yaml"), rest);
+    let mut source = ManifestSource::new(dir.path());
+    let update = source.reload();
+    assert!(update.errors.is_empty(), "{:?}", update.errors);
+    let names = |update: &SourceUpdate| update.snapshot.routes.keys().map(ToString::to_string).collect::<Vec<_>>();
+    // Without the Service, the paths that name its port by number wait; the one naming it by name does not.
+    assert_eq!(names(&update), ["shop/site-ingress-1-0"]);
+
+    write(&dir.path().join("service.yaml"), service);
+    let update = source.reload();
+    assert_eq!(names(&update), ["shop/site-ingress-0-0", "shop/site-ingress-1-0", "shop/site-ingress-1-2"]);
+    let route = |name: &str| update.snapshot.routes[&ObjectKey::new("shop", name)].clone();
+    let secure = route("site-ingress-0-0");
+    assert_eq!(secure.spec.host.as_deref(), Some("secure.example.com"));
+    assert_eq!(secure.spec.path.as_deref(), Some("/app"));
+    assert_eq!(secure.spec.to.name, "web");
+    assert_eq!(secure.spec.port.as_ref().map(|p| &p.target_port), Some(&IntOrString::String("http".into())));
+    let tls = secure.spec.tls.as_ref().expect("a TLS entry covers the host: edge");
+    assert_eq!(tls.termination, "edge");
+    assert_eq!((tls.certificate.as_deref(), tls.key.as_deref()), (Some("CERT"), Some("KEY")));
+    assert_eq!(tls.insecure_edge_termination_policy.as_deref(), Some("Redirect"));
+    let raw = route("site-ingress-1-2");
+    assert_eq!(raw.spec.port.as_ref().map(|p| &p.target_port), Some(&IntOrString::Int(9443)));
+    assert!(raw.spec.tls.is_none());
+
+    let own = "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: site-ingress-1-0\n  namespace: shop\nspec:\n  host: own.example.com\n  to:\n    kind: Service\n    name: web\n";
+    write(&dir.path().join("route.yaml"), own);
+    let update = source.reload();
+    let host = update.snapshot.routes[&ObjectKey::new("shop", "site-ingress-1-0")].spec.host.clone();
+    assert_eq!(host.as_deref(), Some("own.example.com"), "the Route object wins over the translation");
+    assert_eq!(update.snapshot.routes.len(), 3);
+}

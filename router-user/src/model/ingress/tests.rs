@@ -1,3 +1,5 @@
+//! Tests of the Ingress step: rules and paths as routes, wildcards, TLS, classes, Route objects first.
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Secret, Service};
@@ -130,4 +132,36 @@ fn other_ingress_classes_are_not_ours() {
     assert!(ingress_routes(&by_field, &Snapshot::default()).is_empty());
     assert!(ingress_routes(&by_annotation, &Snapshot::default()).is_empty());
     assert_eq!(ingress_routes(&ours, &Snapshot::default()).len(), 1);
+}
+
+#[test]
+fn the_step_adds_every_ingress_and_leaves_route_objects_alone() {
+    let paths = serde_json::json!([
+        {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"name": "http"}}}}
+    ]);
+    let mut snapshot = Snapshot::default();
+    for (name, host) in [("a", "a.example.com"), ("b", "b.example.com")] {
+        let value = serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"rules": [rule(host, paths.clone())]}
+        });
+        snapshot.ingresses.insert(ObjectKey::new("ns", name), Arc::new(ingress(value)));
+    }
+    let own = Route {
+        metadata: ObjectMeta { name: Some("b-ingress-0-0".into()), ..ObjectMeta::default() },
+        spec: RouteSpec { host: Some("own.example.com".into()), ..RouteSpec::default() },
+        status: None,
+    };
+    snapshot.routes.insert(ObjectKey::new("ns", "b-ingress-0-0"), Arc::new(own));
+    add_ingress_routes(&mut snapshot);
+    let hosts: Vec<(String, Option<&str>)> =
+        snapshot.routes.iter().map(|(key, route)| (key.to_string(), route.spec.host.as_deref())).collect();
+    assert_eq!(
+        hosts,
+        [
+            ("ns/a-ingress-0-0".to_string(), Some("a.example.com")),
+            ("ns/b-ingress-0-0".to_string(), Some("own.example.com"))
+        ]
+    );
+    assert_eq!(snapshot.ingresses.len(), 2, "the Ingresses stay in the snapshot");
 }

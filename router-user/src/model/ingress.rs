@@ -1,9 +1,13 @@
-//! `networking.k8s.io/v1` Ingress objects as routes, by the rules OpenShift's ingress-to-route controller uses:
-//! one route per rule host and path; `Exact` paths and rules without a host are skipped; a `*.example.com` host
-//! becomes `wildcard.example.com` with `wildcardPolicy: Subdomain`; a TLS entry covering the host makes the route
-//! edge-terminated with the secret's certificate (redirecting plain HTTP), and `route.openshift.io/termination`
-//! picks `edge`, `passthrough` or `reencrypt`. Only Ingresses without a class, or of class `openshift-default`,
-//! are this router's.
+//! The Ingress step of every snapshot: `networking.k8s.io/v1` Ingress objects become routes, by the rules
+//! OpenShift's ingress-to-route controller uses: one route per rule host and path; `Exact` paths and rules
+//! without a host are skipped; a `*.example.com` host becomes `wildcard.example.com` with `wildcardPolicy:
+//! Subdomain`; a TLS entry covering the host makes the route edge-terminated with the secret's certificate
+//! (redirecting plain HTTP), and `route.openshift.io/termination` picks `edge`, `passthrough` or `reencrypt`.
+//! Only Ingresses without a class, or of class `openshift-default`, are this router's. Every source (manifest
+//! files, the Kubernetes API) puts its Ingresses in `Snapshot::ingresses` and runs `add_ingress_routes`, so an
+//! Ingress is served the same whichever source it came from.
+
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressServiceBackend};
@@ -11,14 +15,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-use crate::model::Snapshot;
-use crate::model::{ObjectKey, Route, RoutePort, RouteSpec, RouteTargetReference, TlsConfig};
+use super::route::{Route, RoutePort, RouteSpec, RouteTargetReference, TlsConfig};
+use super::snapshot::{ObjectKey, Snapshot};
 
 /// The annotation choosing the TLS termination of routes made from an Ingress.
 pub const TERMINATION_ANNOTATION: &str = "route.openshift.io/termination";
 /// The Ingress class this router serves (besides Ingresses without one).
 pub const INGRESS_CLASS: &str = "openshift-default";
 const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
+/// Adds the routes of every Ingress of `snapshot` to its routes. A Route object of the same name keeps its
+/// place (the translated one is left out), as does the first of two translations with one name.
+pub fn add_ingress_routes(snapshot: &mut Snapshot) {
+    if snapshot.ingresses.is_empty() {
+        return;
+    }
+    let translated: Vec<(ObjectKey, Route)> =
+        snapshot.ingresses.values().flat_map(|ingress| ingress_routes(ingress, snapshot)).collect();
+    for (key, route) in translated {
+        if !snapshot.routes.contains_key(&key) {
+            snapshot.routes.insert(key, Arc::new(route));
+        }
+    }
+}
 
 /// The routes `ingress` stands for, keyed `namespace/<ingress>-ingress-<rule>-<path>`. `snapshot` supplies the
 /// Services (to resolve a numbered service port) and the TLS Secrets.
