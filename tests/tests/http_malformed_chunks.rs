@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use router::server::RunningRouter;
-use router_tests::manifests::{route, service, ManifestDir};
+use router_tests::backend::TestBackend;
+use router_tests::manifests::{route, service, service_with_app_protocol, ManifestDir};
 use router_tests::read_until_closed;
 use router_tests::recording_pod::RecordingPod;
 use router_tests::start_router;
@@ -17,17 +18,22 @@ const HOST: &str = "chunks.example.com";
 const HEAD: &str = "POST /upload HTTP/1.1\r\nHost: chunks.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 async fn one_route(pod: SocketAddr) -> (ManifestDir, RunningRouter) {
+    route_to(service("ns", "app", &[pod])).await
+}
+
+async fn route_to(service: String) -> (ManifestDir, RunningRouter) {
     let dir = ManifestDir::new();
-    dir.write("app.yaml", &[service("ns", "app", &[pod]), route("ns", "app", HOST, "/", "app")].concat());
+    dir.write("app.yaml", &[service, route("ns", "app", HOST, "/", "app")].concat());
     let router = start_router(dir.path()).await;
     (dir, router)
 }
 
-/// Sends the chunked head and `body` on a new connection; returns what the router answered and whether it
-/// closed the connection.
-async fn send(router: &RunningRouter, body: &[u8]) -> (String, bool) {
+/// Sends the chunked head (with `Connection: close` when `close`) and `body` on a new connection; returns what
+/// the router answered and whether it closed the connection.
+async fn send(router: &RunningRouter, close: bool, body: &[u8]) -> (String, bool) {
     let mut stream = TcpStream::connect(router.http_addr).await.expect("connect");
-    let mut request = HEAD.as_bytes().to_vec();
+    let head = if close { HEAD.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n") } else { HEAD.to_string() };
+    let mut request = head.into_bytes();
     request.extend_from_slice(body);
     stream.write_all(&request).await.expect("send");
     let (answer, closed) = read_until_closed(&mut stream, Duration::from_secs(10)).await;
@@ -38,7 +44,7 @@ async fn send(router: &RunningRouter, body: &[u8]) -> (String, bool) {
 async fn a_well_formed_chunked_body_reaches_the_pod_whole() {
     let pod = RecordingPod::start().await;
     let (_dir, router) = one_route(pod.addr).await;
-    let (answer, _) = send(&router, b"3\r\nabc\r\n5;name=value\r\nhello\r\n0\r\n\r\n").await;
+    let (answer, _) = send(&router, true, b"3\r\nabc\r\n5;name=value\r\nhello\r\n0\r\n\r\n").await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let recorded = pod.recorded();
     assert_eq!(recorded.len(), 1);
@@ -53,7 +59,7 @@ async fn chunk_extensions_never_reach_the_pod() {
     // as HAProxy does, so what a pod parses never depends on them.
     let pod = RecordingPod::start().await;
     let (_dir, router) = one_route(pod.addr).await;
-    let (answer, _) = send(&router, b"5;odd=\"a b\"\0\x7f\r\nhello\r\n0\r\n\r\n").await;
+    let (answer, _) = send(&router, true, b"5;odd=\"a b\"\0\x7f\r\nhello\r\n0\r\n\r\n").await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let text = pod.recorded()[0].text();
     assert!(text.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), "{text}");
@@ -83,7 +89,7 @@ async fn malformed_chunked_bodies_get_400_and_never_reach_the_pod_whole() {
     ];
     for (what, body) in cases {
         let before = pod.connections();
-        let (answer, closed) = send(&router, body).await;
+        let (answer, closed) = send(&router, false, body).await;
         assert!(answer.starts_with("HTTP/1.1 400"), "{what}: {answer}");
         assert!(closed, "{what}: the client connection is closed after the 400");
         let recorded = pod.wait_all_closed(Duration::from_secs(10)).await;
@@ -93,5 +99,21 @@ async fn malformed_chunked_bodies_get_400_and_never_reach_the_pod_whole() {
             assert!(!connection.text().contains("\r\n0\r\n\r\n"), "{what}: {}", connection.text());
         }
     }
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_body_for_an_h2c_pod_is_the_clients_fault_too() {
+    // hyper's HTTP/2 client resets the stream when the body fails: the pod gets no END_STREAM, the client a
+    // 400 at once (not a 504 after the server timeout).
+    let pod = TestBackend::start_h2c("h2c").await;
+    let (_dir, router) = route_to(service_with_app_protocol("ns", "app", &[pod.addr], "h2c")).await;
+    let (answer, _) = send(&router, true, b"3\r\nabc\r\n0\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("\"version\":\"HTTP/2.0\""), "{answer}");
+    let started = std::time::Instant::now();
+    let (answer, closed) = send(&router, false, b"3\r\nabc\r\n-5\r\nhello\r\n0\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(closed);
+    assert!(started.elapsed() < Duration::from_secs(5), "answered at once: {:?}", started.elapsed());
     router.shutdown().await;
 }
