@@ -207,7 +207,13 @@ impl HttpProxy {
         let (parts, body) = request.into_parts();
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
-        let (body, client_fault) = ClientBody::watch(body);
+        let (body, client_fault) = match retryable {
+            true => (None, None),
+            false => {
+                let (body, fault) = ClientBody::watch(body);
+                (Some(body), Some(fault))
+            }
+        };
         let attempts = Attempts {
             backend: &backend.labels.backend,
             endpoints: backend.endpoints.len(),
@@ -221,7 +227,7 @@ impl HttpProxy {
             queue_timeout: self.options.queue_timeout,
             upstream: &self.upstream,
             parts: &parts,
-            body: if retryable { None } else { Some(body) },
+            body,
             client_fault,
         };
         match attempts.run(&mut trial).await {

@@ -28,8 +28,8 @@ pub struct RequestTrial<'r> {
     pub parts: &'r request::Parts,
     /// The client's body, until an attempt takes it (a request with a body is tried once).
     pub body: Option<ClientBody>,
-    /// Whether that body failed.
-    pub client_fault: ClientFault,
+    /// Whether that body failed (`None`: no body).
+    pub client_fault: Option<ClientFault>,
 }
 
 impl EndpointTrial for RequestTrial<'_> {
@@ -53,7 +53,7 @@ impl EndpointTrial for RequestTrial<'_> {
         };
         let server_timeout = self.backend.policy.server_timeout;
         let sent = self.upstream.send(endpoint.addr, self.parts, self.body.take(), via, server_timeout).await;
-        sent.map_err(|error| match self.client_fault.happened() {
+        sent.map_err(|error| match self.client_fault.as_ref().is_some_and(ClientFault::happened) {
             true => UpstreamError::ClientBody(error.into()),
             false => error,
         })
