@@ -1,5 +1,5 @@
-//! Harness for the router's integration tests: reporting backends, manifest files, an in-process router on
-//! free loopback ports, a keep-alive client, and polling helpers.
+//! Harness for the router's integration tests: reporting backends, a recording raw pod, manifest files, an
+//! in-process router on free loopback ports, a keep-alive client, and polling helpers.
 
 pub mod apiserver;
 pub mod backend;
@@ -9,6 +9,7 @@ pub mod manifests;
 pub mod netns;
 pub mod pki;
 pub mod proxy_header;
+pub mod recording_pod;
 pub mod tls_client;
 
 use std::future::Future;

@@ -1,7 +1,8 @@
 //! Trying a backend's endpoints until one serves, for HTTP requests and passthrough connections alike: at
 //! most `MAX_ATTEMPTS` different endpoints (HAProxy's `retries 3` with `option redispatch`). Every failed
-//! attempt is logged and counted in `router_upstream_errors`; a failed connect marks the endpoint down for a
-//! while and, when the caller allows it, the next endpoint is tried; any other failure ends the attempts.
+//! attempt is logged and counted in `router_upstream_errors`, unless the client caused it; a failed connect
+//! marks the endpoint down for a while and, when the caller allows it, the next endpoint is tried; any other
+//! failure ends the attempts.
 //! The endpoint that serves is marked up.
 
 use std::fmt::Display;
@@ -9,7 +10,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::EndpointHealth;
 use crate::metrics::{Metrics, UpstreamErrorLabels};
@@ -31,6 +32,11 @@ pub trait AttemptError: Display {
     fn kind(&self) -> &'static str;
     /// The endpoint could not be reached: nothing was exchanged, so another endpoint may be tried.
     fn is_connect(&self) -> bool;
+    /// The attempt failed because of the client (its request body broke): neither counted nor logged as the
+    /// endpoint's failure, and no other endpoint is tried.
+    fn blames_client(&self) -> bool {
+        false
+    }
 }
 
 /// What is tried on each endpoint, and how the next endpoint is picked: one request, or one passthrough
@@ -81,6 +87,10 @@ impl Attempts<'_> {
                 Ok(served) => {
                     picked.health().mark_up();
                     return Ok((picked, served));
+                }
+                Err(error) if error.blames_client() => {
+                    debug!(backend = %self.backend, endpoint = %picked.addr(), %error, "attempt ended by the client");
+                    return Err(GaveUp::Failed(error));
                 }
                 Err(error) => {
                     let kind = error.kind();

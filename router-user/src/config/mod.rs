@@ -1,5 +1,6 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod limits;
 mod routing;
 mod tls;
 
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use tls::{MutualTls, TlsArgs};
 
@@ -113,6 +115,10 @@ pub struct Settings {
     /// Certificates, TLS versions and ciphers, HTTP/2, client certificates, PROXY protocol.
     #[command(flatten)]
     pub tls: TlsArgs,
+
+    /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
+    #[command(flatten)]
+    pub limits: LimitArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

@@ -169,7 +169,7 @@ impl RoutingArgs {
                 why,
             })?),
         };
-        Ok(ProxyOptions { error_503, queue_timeout })
+        Ok(ProxyOptions { error_503, queue_timeout, ..ProxyOptions::default() })
     }
 
     pub fn client_timeouts(&self, http_request: Duration, proxy_protocol: bool) -> ClientTimeouts {

@@ -1,6 +1,6 @@
 //! TLS termination of a :443 connection: the certificate for its SNI (a route's own, a wildcard route's, or
-//! the default), HTTP/2 offered only with a route's own certificate (a default-certificate connection must
-//! not be coalesced across hosts), then HTTP over the decrypted stream.
+//! the default), HTTP/2 offered only with a certificate exactly one route uses (a connection on a shared or
+//! default certificate must not be coalesced across hosts), then HTTP over the decrypted stream.
 
 use std::net::SocketAddr;
 
@@ -30,7 +30,7 @@ pub async fn serve(
         return;
     };
     let choice = certs.find(hello.server_name.as_deref());
-    let config = context.configs.for_connection(choice.key, choice.own);
+    let config = context.configs.for_connection(choice.key, choice.offer_h2);
     // rustls reads the ClientHello again from the bytes the inspection kept.
     let io = Prefixed::new(hello.buffered, stream);
     let handshake = tokio::time::timeout(context.timeouts.http_request, TlsAcceptor::from(config).accept(io));

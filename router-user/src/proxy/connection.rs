@@ -41,6 +41,9 @@ pub async fn serve_client<I>(
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
     let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
+    // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
+    // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
+    let head_limit = proxy.request_head_limit();
     let service = service_fn(move |request| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         async move {
@@ -60,6 +63,7 @@ pub async fn serve_client<I>(
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(None)
+                .max_header_size(head_limit)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, http_request, keep_alive)), service)
                 .with_upgrades();
@@ -76,8 +80,10 @@ pub async fn serve_client<I>(
         HttpVersion::H2 => {
             let io = ClientIo::new(CoalescedWrites::new(io), io_clock, http_request, keep_alive);
             let io = TokioIo::new(io);
-            let connection =
-                http2::Builder::new(TokioExecutor::new()).timer(TokioTimer::new()).serve_connection(io, service);
+            let connection = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .max_header_list_size(u32::try_from(head_limit).unwrap_or(u32::MAX))
+                .serve_connection(io, service);
             tokio::pin!(connection);
             tokio::select! {
                 result = connection.as_mut() => result,

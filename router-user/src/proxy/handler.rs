@@ -1,12 +1,13 @@
 //! One HTTP request through the router, in named phases:
-//! 1. check: refuse what must not be forwarded (empty Content-Length) with 400;
-//! 2. route: normalised Host + path (no query) -> backend in the live table, else 503;
+//! 1. check: refuse what must not be forwarded (empty Content-Length, a Host header disagreeing with an
+//!    absolute-form target) with 400;
+//! 2. route: normalised host (see `request_host`) + path (no query) -> backend in the live table, else 503;
 //! 3. protect: the route's IP allowlist and per-client rate limits (`protection::RouteGate`); a refused
 //!    client's connection is closed without an answer, as HAProxy's `tcp-request content reject` does;
 //! 4. rewrite: headers (see `rewrite`), sticky cookie hidden from the pod, `rewrite-target`;
 //! 5. forward: the sticky endpoint or the balancer's pick, retrying another endpoint after a failed connect
 //!    when the request has no body (`balance::Attempts`); all failed -> 503, no answer in time -> 504, broken
-//!    exchange -> 502;
+//!    exchange -> 502, but a broken client body (malformed chunked framing) -> 400 and the connection closed;
 //! 6. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
 //!    handed to the tunnel, counted.
 
@@ -20,10 +21,12 @@ use hyper::body::{Body, Incoming};
 use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
+use super::client_body::ClientBody;
 use super::forwarded::ConnectionInfo;
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
+use super::request_host::request_host;
 use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
@@ -39,13 +42,25 @@ use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
 const X_FORWARDED_PROTO_VERSION: HeaderName = HeaderName::from_static("x-forwarded-proto-version");
 
+/// The request head limit of OpenShift's defaults: ROUTER_BUF_SIZE 32768 less ROUTER_MAX_REWRITE_SIZE 8192.
+pub const DEFAULT_REQUEST_HEAD_LIMIT: usize = 32768 - 8192;
+
 /// Router-wide proxy settings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ProxyOptions {
     /// `ROUTER_ERRORFILE_503`: replaces the built-in 503 page.
     pub error_503: Option<ErrorFile>,
     /// How long a request waits for a free `pod-concurrent-connections` slot before a 503.
     pub queue_timeout: Duration,
+    /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
+    /// request is refused with 431 before it is routed (see `config::LimitArgs`).
+    pub request_head_limit: usize,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self { error_503: None, queue_timeout: Duration::ZERO, request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT }
+    }
 }
 
 pub struct HttpProxy {
@@ -93,6 +108,11 @@ impl HttpProxy {
         Ok(response)
     }
 
+    /// See [`ProxyOptions::request_head_limit`].
+    pub fn request_head_limit(&self) -> usize {
+        self.options.request_head_limit
+    }
+
     fn unavailable(&self) -> Response<ProxyBody> {
         self.options.error_503.as_ref().map_or_else(unavailable, ErrorFile::response)
     }
@@ -106,7 +126,14 @@ impl HttpProxy {
         if has_empty_content_length(&request) {
             return unrouted(bad_request());
         }
-        let Some(raw_host) = request_host(&request) else { return unrouted(self.unavailable()) };
+        let raw_host = match request_host(request.version(), request.uri(), request.headers()) {
+            Ok(Some(host)) => host,
+            Ok(None) => return unrouted(self.unavailable()),
+            Err(conflict) => {
+                debug!(%conflict, "request refused");
+                return unrouted(bad_request());
+            }
+        };
         let host = normalize_request_host(&raw_host).into_owned();
         let table = self.table.load();
         let rules = if connection.is_tls() { &table.https } else { &table.http };
@@ -186,6 +213,13 @@ impl HttpProxy {
         let (parts, body) = request.into_parts();
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
+        let (body, client_fault) = match retryable {
+            true => (None, None),
+            false => {
+                let (body, fault) = ClientBody::watch(body);
+                (Some(body), Some(fault))
+            }
+        };
         let attempts = Attempts {
             backend: &backend.labels.backend,
             endpoints: backend.endpoints.len(),
@@ -199,7 +233,8 @@ impl HttpProxy {
             queue_timeout: self.options.queue_timeout,
             upstream: &self.upstream,
             parts: &parts,
-            body: if retryable { None } else { Some(body) },
+            body,
+            client_fault,
         };
         match attempts.run(&mut trial).await {
             Ok((lease, response)) => {
@@ -211,6 +246,7 @@ impl HttpProxy {
             }
             Err(GaveUp::Failed(UpstreamError::Timeout(_))) => gateway_error(StatusCode::GATEWAY_TIMEOUT),
             Err(GaveUp::Failed(UpstreamError::Exchange(_))) => gateway_error(StatusCode::BAD_GATEWAY),
+            Err(GaveUp::Failed(UpstreamError::ClientBody(_))) => bad_request(),
             Err(GaveUp::Failed(UpstreamError::Connect(_)) | GaveUp::Exhausted) => self.unavailable(),
         }
     }
@@ -244,12 +280,6 @@ impl HttpProxy {
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| Either::Left(LeasedBody::new(body, Some(lease))))
     }
-}
-
-/// The Host header, or the authority of an absolute-form request URI.
-fn request_host(request: &Request<Incoming>) -> Option<String> {
-    let from_header = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
-    from_header.map(str::to_string).or_else(|| request.uri().authority().map(|a| a.as_str().to_string()))
 }
 
 /// The client asked for trailers (`TE: trailers`), as gRPC clients do.

@@ -3,7 +3,9 @@
 //! router's own answers for failures. Accepting connections is `listen`'s job; an upgraded exchange's bytes
 //! go to `relay`'s tunnel.
 
-// The client side: a connection's HTTP (1.1 or 2), its timers, and each request's phases.
+// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, and its body on the way
+// to a pod.
+mod client_body;
 mod client_io;
 mod coalesced_writes;
 mod connection;
@@ -11,9 +13,11 @@ mod handler;
 mod listener;
 mod upgrade;
 
-// The request policy: rewriting for the pod, forwarded headers, the sticky cookie, the router's own answers.
+// The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,
+// the router's own answers.
 mod forwarded;
 mod headers;
+mod request_host;
 mod response;
 mod rewrite;
 mod sticky;

@@ -1,15 +1,16 @@
 //! One request's attempts on its backend's endpoints, as `balance::Attempts` drives them: the sticky
 //! endpoint first (when the cookie names one that is up), then the balancer's picks, waiting up to the queue
 //! timeout when every endpoint is at its `pod-concurrent-connections` cap; each attempt sends the request
-//! the way the endpoint takes it (HTTP/1.1, h2c or reencrypt).
+//! the way the endpoint takes it (HTTP/1.1, h2c or reencrypt). An attempt that failed after the client's body
+//! did is the client's failure.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::{request, Response};
-use hyper::body::Incoming;
 
+use super::client_body::{ClientBody, ClientFault};
 use super::lease::EndpointLease;
 use super::upstream::{PodResponseBody, Upstream, UpstreamError, Via};
 use crate::balance::EndpointTrial;
@@ -26,7 +27,9 @@ pub struct RequestTrial<'r> {
     /// The request as rewritten for the pod.
     pub parts: &'r request::Parts,
     /// The client's body, until an attempt takes it (a request with a body is tried once).
-    pub body: Option<Incoming>,
+    pub body: Option<ClientBody>,
+    /// Whether that body failed (`None`: no body).
+    pub client_fault: Option<ClientFault>,
 }
 
 impl EndpointTrial for RequestTrial<'_> {
@@ -49,7 +52,11 @@ impl EndpointTrial for RequestTrial<'_> {
             (None, false) => Via::Http1,
         };
         let server_timeout = self.backend.policy.server_timeout;
-        self.upstream.send(endpoint.addr, self.parts, self.body.take(), via, server_timeout).await
+        let sent = self.upstream.send(endpoint.addr, self.parts, self.body.take(), via, server_timeout).await;
+        sent.map_err(|error| match self.client_fault.as_ref().is_some_and(ClientFault::happened) {
+            true => UpstreamError::ClientBody(error.into()),
+            false => error,
+        })
     }
 }
 

@@ -6,12 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use http::{request, Request, Response, Uri, Version};
-use http_body_util::{Either, Empty};
+use http_body_util::{BodyExt, Either, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use super::client_body::ClientBody;
 use super::pod::{PodBody, PodClient, PodError};
 use crate::balance::AttemptError;
 use crate::tls::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
@@ -29,6 +30,10 @@ pub enum UpstreamError {
     Timeout(Duration),
     #[error("exchange failed: {0}")]
     Exchange(#[source] BoxError),
+    /// The client's request body failed first (malformed chunked framing, client gone): the exchange was
+    /// abandoned because of the client, and says nothing about the pod.
+    #[error("the client's request body failed: {0}")]
+    ClientBody(#[source] BoxError),
 }
 
 impl AttemptError for UpstreamError {
@@ -37,11 +42,16 @@ impl AttemptError for UpstreamError {
             UpstreamError::Connect(_) => "connect",
             UpstreamError::Timeout(_) => "timeout",
             UpstreamError::Exchange(_) => "response",
+            UpstreamError::ClientBody(_) => "client",
         }
     }
 
     fn is_connect(&self) -> bool {
         matches!(self, UpstreamError::Connect(_))
+    }
+
+    fn blames_client(&self) -> bool {
+        matches!(self, UpstreamError::ClientBody(_))
     }
 }
 
@@ -82,7 +92,7 @@ impl Upstream {
         &self,
         addr: SocketAddr,
         parts: &request::Parts,
-        body: Option<Incoming>,
+        body: Option<ClientBody>,
         via: Via<'_>,
         server_timeout: Duration,
     ) -> Result<Response<PodResponseBody>, UpstreamError> {
@@ -96,7 +106,7 @@ impl Upstream {
             };
         }
         let body = match body {
-            Some(incoming) => Either::Left(incoming),
+            Some(client) => Either::Left(client.boxed_unsync()),
             None => Either::Right(Empty::new()),
         };
         let mut request = Request::from_parts(parts.clone(), body);

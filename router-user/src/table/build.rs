@@ -18,7 +18,7 @@ use crate::metrics::{BackendLabels, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
-use crate::tls::CertStore;
+use crate::tls::CertStoreBuilder;
 
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
@@ -56,7 +56,7 @@ pub fn build_from(
     let compared_at = started.elapsed();
     let mut compiled = 0;
     let (mut http, mut https, mut passthrough) = (HostRules::default(), HostRules::default(), HostRules::default());
-    let mut certs = options.tls.default_certificate.clone().map(CertStore::new);
+    let mut certs = options.tls.default_certificate.clone().map(CertStoreBuilder::new);
     let mut certified_hosts = HashSet::new();
     let mut warnings = Vec::new();
 
@@ -93,8 +93,9 @@ pub fn build_from(
             Some(Termination::Passthrough) => passthrough.insert(host, wildcard, backend.clone()),
             Some(Termination::Edge | Termination::Reencrypt) => {
                 https.insert(host, wildcard, backend.clone());
-                // The oldest route of a host serves its certificate.
+                // The oldest route of a host serves its certificate; every route carrying one counts as its user.
                 if let (Some(store), Some(key)) = (certs.as_mut(), certificate) {
+                    store.count_use(&key);
                     let subdomain = serves_subdomain(host, wildcard);
                     if certified_hosts.insert((host.to_string(), subdomain)) {
                         match subdomain {
@@ -127,7 +128,7 @@ pub fn build_from(
         http,
         https,
         passthrough,
-        certs: certs.map(Arc::new),
+        certs: certs.map(|store| Arc::new(store.build())),
         outcomes: admission.outcomes,
         warnings,
     }

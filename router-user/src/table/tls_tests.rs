@@ -216,3 +216,48 @@ fn reencrypt_pools_survive_a_rebuild_while_the_route_is_unchanged() {
     let third = upstream(&build(&snapshot, &options, 4));
     assert!(!Arc::ptr_eq(&first, &third), "a route that went away starts afresh");
 }
+
+#[test]
+fn h2_is_offered_only_on_a_certificate_exactly_one_route_uses() {
+    let pki = Pki::new();
+    let (alone, shared, default) =
+        (pki.leaf("alone.example.com"), pki.leaf("paths.example.com"), pki.leaf("default.example.com"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let default_path = dir.path().join("default.pem");
+    std::fs::write(&default_path, format!("{}{}", default.cert_pem(), default.key_pem())).expect("write default");
+    let edge = |leaf: &crate::tls::test_pki::Leaf| {
+        Some(Tls { termination: "edge", policy: "", cert: Some((leaf.cert_pem(), leaf.key_pem())) })
+    };
+    let routes = [
+        tls_route("alone", "alone.example.com", "", "2026-01-01T00:00:00Z", edge(&alone)),
+        // Two paths of one host with the same certificate: it is shared even though one route serves it.
+        tls_route("paths-a", "paths.example.com", "/a", "2026-01-01T00:00:01Z", edge(&shared)),
+        tls_route("paths-b", "paths.example.com", "/b", "2026-01-01T00:00:02Z", edge(&shared)),
+        // A route whose certificate is the default certificate.
+        tls_route("copy", "copy.example.com", "", "2026-01-01T00:00:03Z", edge(&default)),
+    ];
+    let mut snapshot = Snapshot::default();
+    for route in routes {
+        let key = ObjectKey::new("ns", route.metadata.name.clone().unwrap_or_default());
+        snapshot.routes.insert(key, Arc::new(route));
+    }
+    let default_key = default_certificate(Some(&default_path), None).expect("default certificate");
+    let tls = TlsBuild::new(Some(default_key), None, Duration::from_secs(1));
+    let table = build(&snapshot, &BuildOptions { allow_loopback_endpoints: true, tls, ..Default::default() }, 1);
+    let certs = table.certs.as_ref().expect("certificate store");
+
+    let pick = certs.find(Some("alone.example.com"));
+    assert!(pick.own && pick.offer_h2, "one route, its own certificate: h2");
+    for sni in ["paths.example.com", "copy.example.com"] {
+        let pick = certs.find(Some(sni));
+        assert!(pick.own && !pick.offer_h2, "{sni}: a shared certificate keeps HTTP/1.1");
+    }
+    assert!(!certs.find(None).offer_h2);
+
+    // Once one of the two paths goes, the certificate is that host's alone.
+    snapshot.routes.remove(&ObjectKey::new("ns", "paths-b"));
+    let default_key = default_certificate(Some(&default_path), None).expect("default certificate");
+    let tls = TlsBuild::new(Some(default_key), None, Duration::from_secs(1));
+    let table = build(&snapshot, &BuildOptions { allow_loopback_endpoints: true, tls, ..Default::default() }, 2);
+    assert!(table.certs.as_ref().expect("store").find(Some("paths.example.com")).offer_h2);
+}

@@ -29,5 +29,5 @@ pub use default_cert::{default_certificate, fingerprint};
 pub use policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
 pub use reencrypt_pool::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
 pub use server_config::ServerConfigs;
-pub use store::{CertChoice, CertStore};
+pub use store::{CertChoice, CertStore, CertStoreBuilder};
 pub use upstream_config::{load_ca_bundle, reencrypt_tls, ReencryptTls, Verification};

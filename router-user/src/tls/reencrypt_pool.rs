@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Uri};
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{Either, Empty};
-use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -21,8 +21,9 @@ use tracing::warn;
 
 use super::upstream_config::{ReencryptTls, Verification};
 
-/// A request body on its way to a pod over hyper's client: the client's stream, or nothing.
-pub type UpstreamBody = Either<Incoming, Empty<Bytes>>;
+/// A request body on its way to a pod over hyper's client: the client's stream (as the proxy watches it), or
+/// nothing.
+pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, hyper::Error>, Empty<Bytes>>;
 
 /// Idle pooled connections to pods are closed after this long.
 pub const POD_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);

@@ -1,9 +1,9 @@
 //! The rustls server configurations of :443. The base configuration (versions, suites, client certificate
 //! verifier, one session cache and one ticket key shared by every connection, so clients resume across
 //! connections) is built once per policy; each connection gets a clone with its certificate fixed (picked from
-//! the [`super::CertStore`] by SNI before the handshake) and its ALPN list: `h2, http/1.1` for a route's own
-//! certificate unless ROUTER_DISABLE_HTTP2, else `http/1.1` only (the OpenShift router offers no h2 on the
-//! default certificate, so browsers do not coalesce connections across routes).
+//! the [`super::CertStore`] by SNI before the handshake) and its ALPN list: `h2, http/1.1` for a certificate
+//! exactly one route uses unless ROUTER_DISABLE_HTTP2, else `http/1.1` only (the OpenShift router offers no h2
+//! on the default certificate nor on a shared one, so browsers do not coalesce connections across routes).
 
 use std::sync::Arc;
 
@@ -45,7 +45,7 @@ impl ServerConfigs {
         Ok(ServerConfigs { base, disable_http2: policy.disable_http2 })
     }
 
-    /// The configuration of one connection served with `key`; `offer_h2` when `key` is a route's own.
+    /// The configuration of one connection served with `key`; `offer_h2` when exactly one route uses `key`.
     pub fn for_connection(&self, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
         let mut config = self.base.clone();
         config.cert_resolver = Arc::new(FixedCertificate(key));

@@ -1,5 +1,9 @@
 //! The certificates :443 serves from, built with each route table and immutable afterwards: exact hosts,
-//! wildcard domains (`*.example.com` is stored under `example.com`) and the default certificate.
+//! wildcard domains (`*.example.com` is stored under `example.com`) and the default certificate. HTTP/2 is
+//! offered only with a certificate that exactly one route uses, as the OpenShift router writes `alpn h2` only
+//! for a certificate counted once (the default counted up front, then every edge or reencrypt route carrying
+//! it, whatever its path): a certificate shared by several routes, or by a route and the default, keeps
+//! HTTP/1.1, so that clients do not coalesce one connection across the routes it covers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,32 +14,26 @@ use rustls::sign::CertifiedKey;
 #[derive(Clone)]
 pub struct CertChoice {
     pub key: Arc<CertifiedKey>,
-    /// A route's own certificate was found (HTTP/2 may be offered); false for the default certificate.
+    /// A route's own certificate was found; false for the default certificate.
     pub own: bool,
+    /// HTTP/2 may be offered: a route's own certificate that no other route, and not the default, uses.
+    pub offer_h2: bool,
+}
+
+/// A route certificate as served: its key and whether it is used by that one route alone.
+#[derive(Clone)]
+struct Served {
+    key: Arc<CertifiedKey>,
+    alone: bool,
 }
 
 pub struct CertStore {
     default: Arc<CertifiedKey>,
-    exact: HashMap<String, Arc<CertifiedKey>>,
-    wildcard: HashMap<String, Arc<CertifiedKey>>,
+    exact: HashMap<String, Served>,
+    wildcard: HashMap<String, Served>,
 }
 
 impl CertStore {
-    pub fn new(default: Arc<CertifiedKey>) -> CertStore {
-        CertStore { default, exact: HashMap::new(), wildcard: HashMap::new() }
-    }
-
-    /// The certificate of the route for `host` (lowercase, no trailing dot).
-    pub fn insert_exact(&mut self, host: impl Into<String>, key: Arc<CertifiedKey>) {
-        self.exact.insert(host.into(), key);
-    }
-
-    /// The certificate of a wildcard route; `domain` is the host without its first label (`example.com` for
-    /// `*.example.com` or for a `Subdomain` route on `www.example.com`).
-    pub fn insert_wildcard(&mut self, domain: impl Into<String>, key: Arc<CertifiedKey>) {
-        self.wildcard.insert(domain.into(), key);
-    }
-
     /// The certificate for a ClientHello's server name (already lowercased): the exact host's, else the
     /// wildcard of the name's parent domain (one label only), else the default certificate.
     pub fn find(&self, sni: Option<&str>) -> CertChoice {
@@ -44,8 +42,8 @@ impl CertStore {
             self.exact.get(name).or_else(|| name.split_once('.').and_then(|(_, domain)| self.wildcard.get(domain)))
         });
         match own {
-            Some(key) => CertChoice { key: Arc::clone(key), own: true },
-            None => CertChoice { key: Arc::clone(&self.default), own: false },
+            Some(served) => CertChoice { key: Arc::clone(&served.key), own: true, offer_h2: served.alone },
+            None => CertChoice { key: Arc::clone(&self.default), own: false, offer_h2: false },
         }
     }
 
@@ -69,6 +67,54 @@ impl std::fmt::Debug for CertStore {
     }
 }
 
+/// A [`CertStore`] being filled by a table build.
+pub struct CertStoreBuilder {
+    default: Arc<CertifiedKey>,
+    exact: HashMap<String, Arc<CertifiedKey>>,
+    wildcard: HashMap<String, Arc<CertifiedKey>>,
+    /// How many users each certificate has, by its end-entity certificate (DER).
+    uses: HashMap<Vec<u8>, u32>,
+}
+
+impl CertStoreBuilder {
+    /// A store around the default certificate, which counts as one use of its certificate.
+    pub fn new(default: Arc<CertifiedKey>) -> CertStoreBuilder {
+        let uses = HashMap::from([(leaf(&default), 1)]);
+        CertStoreBuilder { default, exact: HashMap::new(), wildcard: HashMap::new(), uses }
+    }
+
+    /// One more route (edge or reencrypt, any path) carries `key`, whether or not it is the one serving it.
+    pub fn count_use(&mut self, key: &CertifiedKey) {
+        *self.uses.entry(leaf(key)).or_default() += 1;
+    }
+
+    /// The certificate of the route for `host` (lowercase, no trailing dot).
+    pub fn insert_exact(&mut self, host: impl Into<String>, key: Arc<CertifiedKey>) {
+        self.exact.insert(host.into(), key);
+    }
+
+    /// The certificate of a wildcard route; `domain` is the host without its first label (`example.com` for
+    /// `*.example.com` or for a `Subdomain` route on `www.example.com`).
+    pub fn insert_wildcard(&mut self, domain: impl Into<String>, key: Arc<CertifiedKey>) {
+        self.wildcard.insert(domain.into(), key);
+    }
+
+    /// The store, each certificate marked with whether exactly one route uses it.
+    pub fn build(self) -> CertStore {
+        let uses = self.uses;
+        let serve = |entries: HashMap<String, Arc<CertifiedKey>>| -> HashMap<String, Served> {
+            let alone = |key: &CertifiedKey| uses.get(&leaf(key)).copied().unwrap_or(0) <= 1;
+            entries.into_iter().map(|(name, key)| (name, Served { alone: alone(&key), key })).collect()
+        };
+        CertStore { default: self.default, exact: serve(self.exact), wildcard: serve(self.wildcard) }
+    }
+}
+
+/// The end-entity certificate that identifies `key` (empty when it has none, which rustls never builds).
+fn leaf(key: &CertifiedKey) -> Vec<u8> {
+    key.cert.first().map(|cert| cert.to_vec()).unwrap_or_default()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests panic where they fail
 mod tests {
@@ -87,9 +133,10 @@ mod tests {
         let default = key("default.local");
         let exact = key("a.example.com");
         let wild = key("*.example.com");
-        let mut store = CertStore::new(Arc::clone(&default));
-        store.insert_exact("a.example.com", Arc::clone(&exact));
-        store.insert_wildcard("example.com", Arc::clone(&wild));
+        let mut builder = CertStoreBuilder::new(Arc::clone(&default));
+        builder.insert_exact("a.example.com", Arc::clone(&exact));
+        builder.insert_wildcard("example.com", Arc::clone(&wild));
+        let store = builder.build();
         assert_eq!(store.len(), 2);
 
         let pick = store.find(Some("a.example.com"));
@@ -106,5 +153,32 @@ mod tests {
         let pick = store.find(None);
         assert!(!pick.own && Arc::ptr_eq(&pick.key, &default));
         assert!(Arc::ptr_eq(store.default_key(), &default));
+    }
+
+    #[test]
+    fn h2_only_for_a_certificate_exactly_one_route_uses() {
+        let default = key("default.local");
+        let (alone, shared) = (key("alone.example.com"), key("shared.example.com"));
+        let mut builder = CertStoreBuilder::new(Arc::clone(&default));
+        builder.count_use(&alone);
+        builder.insert_exact("alone.example.com", Arc::clone(&alone));
+        // Two routes (two paths of one host, or two hosts) carry the same certificate.
+        builder.count_use(&shared);
+        builder.count_use(&shared);
+        builder.insert_exact("shared.example.com", Arc::clone(&shared));
+        builder.insert_wildcard("shared.example.com", Arc::clone(&shared));
+        // A route carrying the default certificate as its own.
+        builder.count_use(&default);
+        builder.insert_exact("copy.example.com", Arc::clone(&default));
+        let store = builder.build();
+
+        let pick = store.find(Some("alone.example.com"));
+        assert!(pick.own && pick.offer_h2);
+        for sni in ["shared.example.com", "x.shared.example.com", "copy.example.com"] {
+            let pick = store.find(Some(sni));
+            assert!(pick.own && !pick.offer_h2, "{sni}");
+        }
+        assert!(!store.find(None).offer_h2);
+        assert!(!store.find(Some("unknown.example.com")).offer_h2);
     }
 }

@@ -9,12 +9,13 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
 use http::Method;
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use tokio::io::AsyncWrite;
 
 use super::chunked::{encode_chunk, encode_end};
 use super::conn::PodConn;
 use super::head::{parse_response, HeadError, RequestFraming, ResponseHead};
+use crate::proxy::client_body::ClientBody;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
@@ -47,7 +48,7 @@ pub struct Exchanged {
 struct Progress<'a> {
     conn: &'a mut PodConn,
     out: BytesMut,
-    body: &'a mut Option<Incoming>,
+    body: &'a mut Option<ClientBody>,
     framing: RequestFraming,
     sent: bool,
     /// Writing failed: the pod may still have answered (and closed its read side), so its answer is read
@@ -59,7 +60,7 @@ struct Progress<'a> {
 pub async fn exchange(
     conn: &mut PodConn,
     head: &[u8],
-    body: &mut Option<Incoming>,
+    body: &mut Option<ClientBody>,
     framing: RequestFraming,
     method: &Method,
 ) -> Result<Exchanged, ExchangeFailure> {

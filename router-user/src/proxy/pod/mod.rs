@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::{request, Response, StatusCode, Version};
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use tokio::net::TcpStream;
 
 pub use body::PodBody;
@@ -24,6 +24,8 @@ use conn::PodConn;
 use exchange::{exchange, ExchangeError};
 use head::encode_request;
 use pool::PodPool;
+
+use crate::proxy::client_body::ClientBody;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PodError {
@@ -62,7 +64,7 @@ impl PodClient {
         &self,
         addr: SocketAddr,
         parts: &request::Parts,
-        body: Option<Incoming>,
+        body: Option<ClientBody>,
     ) -> Result<Response<PodBody>, PodError> {
         let mut body = body.filter(|body| !body.is_end_stream());
         let exact = body.as_ref().and_then(|body| body.size_hint().exact());

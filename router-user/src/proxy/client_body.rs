@@ -1,0 +1,62 @@
+//! The client's request body on its way to a pod, watched for the client's faults. A body that fails (chunked
+//! framing hyper's decoder refuses, a client gone mid-body, a reset HTTP/2 stream) fails the pod exchange
+//! before any last chunk or END_STREAM goes out, so the pod never gets a complete request; the failure is
+//! noted here so that the request is answered as the client's fault (400), not as the pod's (502).
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+/// Whether the client's body failed; shared by the body and whoever judges the exchange.
+#[derive(Clone, Debug, Default)]
+pub struct ClientFault(Arc<AtomicBool>);
+
+impl ClientFault {
+    /// The client's body failed: whatever the pod side reported after that is a consequence.
+    pub fn happened(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn record(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+#[derive(Debug)]
+pub struct ClientBody {
+    inner: Incoming,
+    fault: ClientFault,
+}
+
+impl ClientBody {
+    /// Watches `inner`; the returned handle tells whether it failed.
+    pub fn watch(inner: Incoming) -> (ClientBody, ClientFault) {
+        let fault = ClientFault::default();
+        (ClientBody { inner, fault: fault.clone() }, fault)
+    }
+}
+
+impl Body for ClientBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Err(_))) = &polled {
+            self.fault.record();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
