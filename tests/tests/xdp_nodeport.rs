@@ -260,7 +260,8 @@ fn nodeport_case(mode: &str, n: u32) {
     let xdp = xdp_status(&topo.node, &pin_dir.0);
     let attachments = xdp["attachments"].as_array().expect("attachments");
     let find = |program: &str| attachments.iter().find(|a| a["program"] == program).cloned().unwrap_or_default();
-    assert_eq!(find("xdp_front")["mode"], mode, "status: {xdp}");
+    // Named as `ip link show` names it.
+    assert_eq!(find("xdp_front")["mode"], if generic { "xdpgeneric" } else { "xdp" }, "status: {xdp}");
     assert_eq!(find("xdp_front")["iface"], NODE_IF, "status: {xdp}");
     assert_eq!(find("nat_reverse")["mode"], "tcx egress", "status: {xdp}");
 

@@ -104,7 +104,8 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_IFACE")]
     pub xdp_iface: Option<String>,
 
-    /// XDP attach mode: driver with generic fallback (auto), driver only, or generic (skb) only.
+    /// XDP attach mode: driver with generic fallback (auto), driver only, or generic (skb) only; iproute2's and
+    /// bpftool's words work too (`generic`, `xdpgeneric`, `native`, `drv`, `xdpdrv`).
     #[arg(long, env = "ROUTER_XDP_MODE", value_enum, default_value_t = XdpMode::Auto)]
     pub xdp_mode: XdpMode,
 

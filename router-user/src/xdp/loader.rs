@@ -182,7 +182,7 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramEr
                 iface: iface.to_owned(),
                 prog_id: existing.prog_id,
                 prog_name: program_name(existing.prog_id),
-                mode: existing.mode,
+                mode: existing.mode.name(),
             };
         }
     }
@@ -244,7 +244,7 @@ fn refuse_if_attached(iface: &str, if_index: u32) -> Result<(), XdpError> {
             iface: iface.to_owned(),
             prog_id: existing.prog_id,
             prog_name: program_name(existing.prog_id),
-            mode: existing.mode,
+            mode: existing.mode.name(),
         }),
     }
 }

@@ -61,15 +61,18 @@ pub use error::XdpError;
 pub use maps::MapFill;
 pub use sync::{SyncOptions, SyncReport};
 
-/// How to attach the program.
+/// How to attach the program (`--xdp-mode`). Besides these names, the ones iproute2 and bpftool use
+/// are accepted: `generic` / `xdpgeneric` for skb, `native` / `drv` / `xdpdrv` for driver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum XdpMode {
     /// Native (driver) mode, falling back to generic (skb) mode when the driver has no XDP support.
     #[default]
     Auto,
     /// Native (driver) mode only.
+    #[value(aliases = ["native", "drv", "xdpdrv"])]
     Driver,
     /// Generic (skb) mode: runs after the kernel allocated the skb; works on every interface.
+    #[value(aliases = ["generic", "xdpgeneric"])]
     Skb,
 }
 
@@ -211,6 +214,34 @@ impl std::fmt::Debug for XdpFront {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xdp_mode_accepts_the_names_iproute2_and_bpftool_use() {
+        use clap::Parser as _;
+        let cases = [
+            ("auto", XdpMode::Auto),
+            ("driver", XdpMode::Driver),
+            ("native", XdpMode::Driver),
+            ("drv", XdpMode::Driver),
+            ("xdpdrv", XdpMode::Driver),
+            ("skb", XdpMode::Skb),
+            ("generic", XdpMode::Skb),
+            ("xdpgeneric", XdpMode::Skb),
+        ];
+        for (name, mode) in cases {
+            let settings = crate::config::Settings::try_parse_from(["router", "--xdp-mode", name])
+                .unwrap_or_else(|err| panic!("--xdp-mode {name}: {err}"));
+            assert_eq!(settings.xdp_mode, mode, "--xdp-mode {name}");
+        }
+        let default = crate::config::Settings::try_parse_from(["router"]).expect("no flags");
+        assert_eq!(default.xdp_mode, XdpMode::Auto);
+        for refused in ["hw", "offload", "xdp", ""] {
+            assert!(
+                crate::config::Settings::try_parse_from(["router", "--xdp-mode", refused]).is_err(),
+                "--xdp-mode {refused:?} must be refused"
+            );
+        }
+    }
 
     #[test]
     fn front_can_move_between_threads() {

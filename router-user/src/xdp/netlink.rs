@@ -26,8 +26,39 @@ const RTA_HDR_LEN: usize = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct XdpAttachment {
     pub prog_id: u32,
-    /// `"driver"`, `"skb"` or `"hw"`.
-    pub mode: &'static str,
+    pub mode: AttachedMode,
+}
+
+/// The mode the kernel reports an XDP program attached in (one program id attribute per mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttachedMode {
+    /// Native, in the driver (`IFLA_XDP_DRV_PROG_ID`).
+    Driver,
+    /// Generic, on the skb (`IFLA_XDP_SKB_PROG_ID`).
+    Skb,
+    /// Offloaded to the NIC (`IFLA_XDP_HW_PROG_ID`).
+    Hw,
+}
+
+impl AttachedMode {
+    /// The name in the router's messages, as `--xdp-mode` spells it: `driver`, `skb`, `hw`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttachedMode::Driver => "driver",
+            AttachedMode::Skb => "skb",
+            AttachedMode::Hw => "hw",
+        }
+    }
+
+    /// The word `ip link show` prints for an interface with a program in this mode (iproute2):
+    /// `xdp` (driver), `xdpgeneric`, `xdpoffload`.
+    pub fn ip_link_name(self) -> &'static str {
+        match self {
+            AttachedMode::Driver => "xdp",
+            AttachedMode::Skb => "xdpgeneric",
+            AttachedMode::Hw => "xdpoffload",
+        }
+    }
 }
 
 /// Lists the XDP programs attached to interface `if_index` in the caller's network namespace.
@@ -85,9 +116,9 @@ fn parse_getlink_reply(mut buf: &[u8]) -> io::Result<Vec<XdpAttachment>> {
                 let attached = attributes(xdp)
                     .filter_map(|(kind, value)| {
                         let mode = match kind {
-                            IFLA_XDP_DRV_PROG_ID => "driver",
-                            IFLA_XDP_SKB_PROG_ID => "skb",
-                            IFLA_XDP_HW_PROG_ID => "hw",
+                            IFLA_XDP_DRV_PROG_ID => AttachedMode::Driver,
+                            IFLA_XDP_SKB_PROG_ID => AttachedMode::Skb,
+                            IFLA_XDP_HW_PROG_ID => AttachedMode::Hw,
                             _ => return None,
                         };
                         let prog_id = read_u32(value, 0)?;
@@ -212,7 +243,27 @@ mod tests {
         let mut attrs = attr(3, b"veth0\0");
         attrs.extend(attr(IFLA_XDP | 1 << 15, &nested));
         let reply = newlink(&attrs);
-        assert_eq!(parse_getlink_reply(&reply).expect("parses"), vec![XdpAttachment { prog_id: 42, mode: "skb" }]);
+        assert_eq!(
+            parse_getlink_reply(&reply).expect("parses"),
+            vec![XdpAttachment { prog_id: 42, mode: AttachedMode::Skb }]
+        );
+    }
+
+    #[test]
+    fn each_mode_attribute_is_named_as_ip_link_names_it() {
+        let cases = [
+            (IFLA_XDP_DRV_PROG_ID, 1, AttachedMode::Driver, "xdp"),
+            (IFLA_XDP_SKB_PROG_ID, 2, AttachedMode::Skb, "xdpgeneric"),
+            (IFLA_XDP_HW_PROG_ID, 3, AttachedMode::Hw, "xdpoffload"),
+        ];
+        for (kind, attached, mode, ip_link) in cases {
+            let mut nested = attr(2, &[attached]); // IFLA_XDP_ATTACHED
+            nested.extend(attr(kind, &7u32.to_ne_bytes()));
+            let reply = newlink(&attr(IFLA_XDP | 1 << 15, &nested));
+            let found = parse_getlink_reply(&reply).expect("parses");
+            assert_eq!(found, vec![XdpAttachment { prog_id: 7, mode }]);
+            assert_eq!(found[0].mode.ip_link_name(), ip_link, "{mode:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! The attachment is found from the pins: the programs that use the pinned `XDP_STATS` map are the
 //! router's, and the interfaces of this network namespace are asked over rtnetlink which of them
-//! runs `xdp_front` (and in which mode) and over tcx which runs `nat_reverse` on egress.
+//! runs `xdp_front` (and in which mode, named as `ip link show` names it) and over tcx which runs
+//! `nat_reverse` on egress.
 
 #![allow(unsafe_code)]
 
@@ -46,8 +47,9 @@ pub struct Attachment {
     pub program: String,
     pub prog_id: u32,
     pub iface: Option<String>,
-    /// `driver`, `skb` or `hw` for XDP; `tcx egress` for the TC program; `None` when not found on
-    /// any interface of this network namespace.
+    /// For XDP the word `ip link show` prints for the mode: `xdp` (driver), `xdpgeneric` (skb) or
+    /// `xdpoffload`; `tcx egress` for the TC program; `None` when not found on any interface of
+    /// this network namespace.
     pub mode: Option<String>,
 }
 
@@ -145,7 +147,7 @@ fn attachments(pin_dir: &Path) -> Vec<Attachment> {
                 let xdp = netlink::xdp_attachments(*index)
                     .ok()
                     .and_then(|list| list.into_iter().find(|a| a.prog_id == prog_id))
-                    .map(|a| a.mode.to_owned());
+                    .map(|a| a.mode.ip_link_name().to_owned());
                 let tc = || {
                     SchedClassifier::query_tcx(name, TcAttachType::Egress)
                         .ok()
