@@ -61,11 +61,11 @@ pub fn steer(ctx: &XdpContext) -> u32 {
         return xdp_action::XDP_DROP;
     }
     let bytes = (ctx.data_end() - ctx.data()) as u64;
-    // SAFETY: `entry` is a live map value of plain integers. Counter adds are plain
-    // read-modify-writes: one direction of a flow arrives on one hook and, hashed by RSS on its
-    // 5-tuple, on one receive queue and so one CPU, so a lost increment needs the flow to move
-    // between queues mid-packet (the bpfel target has no atomic fetch-add in stable Rust). The
-    // other writes store values every racing writer agrees on (a newer time, more flags).
+    // Counter adds are plain read-modify-writes (no atomic fetch-add on bpfel in stable Rust): one
+    // direction of a flow arrives on one hook and, hashed by RSS on its 5-tuple, on one CPU, so a
+    // lost increment needs the flow to move between queues mid-packet. The other writes store
+    // values every racing writer agrees on (a newer time, more flags).
+    // SAFETY: `entry` is a live map value of plain integers.
     unsafe {
         (*entry).packets += 1;
         (*entry).bytes += bytes;
