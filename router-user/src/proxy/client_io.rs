@@ -1,7 +1,10 @@
 //! Client connection timers, kept in the socket wrapper because hyper has no separate idle timer:
 //! a request head must arrive within `http_request` (slowloris, ROUTER_SLOWLORIS_TIMEOUT, 10 s) of the
 //! connection opening or of its first byte, and an idle keep-alive connection is closed after `keep_alive`
-//! (ROUTER_SLOWLORIS_HTTP_KEEPALIVE, 300 s). While a request is being served no client timer runs.
+//! (ROUTER_SLOWLORIS_HTTP_KEEPALIVE, 300 s). While a request is being served, from its head until its
+//! response body is finished or dropped, no client timer runs. On an HTTP/2 connection the bytes between
+//! requests may be control frames (PING, WINDOW_UPDATE, SETTINGS), so they do not start the head timer:
+//! an idle HTTP/2 connection follows the keep-alive timer until its next stream.
 
 use std::future::Future;
 use std::io;
@@ -11,6 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -27,32 +31,39 @@ pub struct ConnectionClock {
     /// Milliseconds since `opened` when the current phase began.
     since_ms: AtomicU64,
     opened: Instant,
+    /// HTTP/2: bytes read between requests do not start the head timer.
+    multiplexed: bool,
 }
 
 impl ConnectionClock {
-    pub fn new() -> Arc<Self> {
+    /// The clock of a new connection; `multiplexed` for HTTP/2.
+    pub fn new(multiplexed: bool) -> Arc<Self> {
         Arc::new(Self {
             phase: AtomicU8::new(AWAITING_HEAD),
             active: AtomicU32::new(0),
             since_ms: AtomicU64::new(0),
             opened: Instant::now(),
+            multiplexed,
         })
     }
 
-    /// A request head arrived: no client timer while it is served.
-    pub fn request_started(&self) {
+    /// A request head arrived: no client timer until the returned guard is dropped, which the response body
+    /// that carries it does when it is finished or dropped (see [`InFlightBody`]).
+    pub fn request_started(self: &Arc<Self>) -> RequestInFlight {
         self.active.fetch_add(1, Ordering::AcqRel);
         self.phase.store(BUSY, Ordering::Release);
+        RequestInFlight { clock: Some(self.clone()) }
     }
 
-    /// The response head went out: when no other request is in flight, the connection idles until the next.
-    pub fn request_finished(&self) {
+    /// The request's response is over: when no other request is in flight, the connection idles until the
+    /// next.
+    fn request_finished(&self) {
         if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.set(IDLE);
         }
     }
 
-    /// A request is being served.
+    /// A request is being served (its response body included).
     pub fn busy(&self) -> bool {
         self.active.load(Ordering::Acquire) > 0
     }
@@ -64,6 +75,56 @@ impl ConnectionClock {
 
     fn since(&self) -> Instant {
         self.opened + Duration::from_millis(self.since_ms.load(Ordering::Acquire))
+    }
+}
+
+/// One request being served. Dropping it ends the request for the client timers.
+pub struct RequestInFlight {
+    clock: Option<Arc<ConnectionClock>>,
+}
+
+impl RequestInFlight {
+    /// The connection became a tunnel with its own idle timer: the client timers stay off for good.
+    pub fn keep_timers_off(&mut self) {
+        self.clock = None;
+    }
+}
+
+impl Drop for RequestInFlight {
+    fn drop(&mut self) {
+        if let Some(clock) = self.clock.take() {
+            clock.request_finished();
+        }
+    }
+}
+
+/// A response body that keeps its request in flight until the body is finished or dropped: an HTTP/2 stream
+/// (or a long HTTP/1.1 download) is still being served after its response head went out.
+pub struct InFlightBody<B> {
+    body: B,
+    _request: RequestInFlight,
+}
+
+impl<B> InFlightBody<B> {
+    pub fn new(body: B, request: RequestInFlight) -> Self {
+        Self { body, _request: request }
+    }
+}
+
+impl<B: Body + Unpin> Body for InFlightBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -95,7 +156,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
         let before = buf.filled().len();
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(result) => {
-                if buf.filled().len() > before && self.clock.phase.load(Ordering::Acquire) == IDLE {
+                let read = buf.filled().len() > before;
+                if read && !self.clock.multiplexed && self.clock.phase.load(Ordering::Acquire) == IDLE {
                     // The first byte of the next request: its head has `http_request` to complete.
                     self.clock.set(AWAITING_HEAD);
                 }
@@ -138,5 +200,66 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ClientIo<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const HEAD: Duration = Duration::from_millis(100);
+    const KEEP_ALIVE: Duration = Duration::from_millis(300);
+    /// Longer than both timers.
+    const QUIET: Duration = Duration::from_millis(400);
+
+    #[tokio::test]
+    async fn an_http2_connection_keeps_no_timer_while_a_response_streams_and_pings_do_not_start_the_head_timer() {
+        let (near, mut far) = tokio::io::duplex(1024);
+        let clock = ConnectionClock::new(true);
+        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        let mut byte = [0u8; 1];
+
+        let stream = clock.request_started();
+        // A WINDOW_UPDATE while the response body streams, then silence: no timer fires.
+        far.write_all(b"w").await.expect("write");
+        assert_eq!(io.read(&mut byte).await.expect("read"), 1);
+        assert!(tokio::time::timeout(QUIET, io.read(&mut byte)).await.is_err(), "no client timer while serving");
+        assert!(clock.busy());
+
+        // The body is done: idle. A PING is not a request head, so only the keep-alive timer runs.
+        drop(stream);
+        assert!(!clock.busy());
+        far.write_all(b"p").await.expect("write");
+        assert_eq!(io.read(&mut byte).await.expect("read"), 1);
+        let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut byte)).await.expect("a timer fires");
+        assert_eq!(waited.expect_err("idle timeout").kind(), io::ErrorKind::TimedOut);
+        assert_eq!(clock.phase.load(Ordering::Acquire), IDLE, "the keep-alive timer, not the head timer");
+    }
+
+    #[tokio::test]
+    async fn on_http1_the_first_byte_after_idle_starts_the_head_timer() {
+        let (near, mut far) = tokio::io::duplex(1024);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        drop(clock.request_started());
+        far.write_all(b"G").await.expect("write");
+        let mut byte = [0u8; 1];
+        assert_eq!(io.read(&mut byte).await.expect("read"), 1);
+        assert_eq!(clock.phase.load(Ordering::Acquire), AWAITING_HEAD);
+        let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut byte)).await.expect("a timer fires");
+        assert_eq!(waited.expect_err("head timeout").kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_became_a_tunnel_keeps_the_timers_off() {
+        let (near, _far) = tokio::io::duplex(1024);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        let mut upgraded = clock.request_started();
+        upgraded.keep_timers_off();
+        drop(upgraded);
+        let mut byte = [0u8; 1];
+        assert!(tokio::time::timeout(QUIET, io.read(&mut byte)).await.is_err(), "no client timer on a tunnel");
     }
 }

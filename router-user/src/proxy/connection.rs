@@ -1,6 +1,7 @@
 //! Serving HTTP on one client connection, whatever carries it (TCP, TLS, bytes replayed after a PROXY
 //! header): HTTP/1.1 with keep-alive and upgrades, or HTTP/2 when ALPN chose `h2`; client timers from
-//! `ClientIo`; on shutdown the request in flight finishes and the connection closes.
+//! `ClientIo`, off while a request is served (until its response body is finished); on shutdown the requests
+//! in flight finish, their bodies included, and the connection closes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +13,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tracing::debug;
 
-use super::client_io::{ClientIo, ConnectionClock};
+use super::client_io::{ClientIo, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use crate::listen::{stop_requested, ClientTimeouts};
+use crate::protection::RefusedConnection;
 
 /// While draining an HTTP/2 connection, how often to look whether its last stream has finished.
 const H2_DRAIN_POLL: Duration = Duration::from_millis(100);
@@ -37,7 +39,7 @@ pub async fn serve_client<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let state = Arc::new(state);
-    let clock = ConnectionClock::new();
+    let clock = ConnectionClock::new(version == HttpVersion::H2);
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
     let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
@@ -47,14 +49,14 @@ pub async fn serve_client<I>(
     let service = service_fn(move |request| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         async move {
-            clock.request_started();
-            let response = proxy.handle(&state, request).await;
+            // Held until the response body is finished or dropped (or this future is, on a reset stream).
+            let mut in_flight = clock.request_started();
+            let response = proxy.handle(&state, request).await?;
             // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
-            let upgraded = matches!(&response, Ok(r) if r.status() == http::StatusCode::SWITCHING_PROTOCOLS);
-            if !upgraded {
-                clock.request_finished();
+            if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                in_flight.keep_timers_off();
             }
-            response
+            Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
         }
     });
     let result = match version {
@@ -88,8 +90,8 @@ pub async fn serve_client<I>(
             tokio::select! {
                 result = connection.as_mut() => result,
                 _ = stop_requested(&mut shutdown) => {
-                    // GOAWAY: streams in flight finish, no new ones. A client may keep an idle connection open
-                    // (or never send its preface): once no stream is in flight, it is closed.
+                    // GOAWAY: streams in flight finish, bodies included, no new ones. A client may keep an idle
+                    // connection open (or never send its preface): once no stream is in flight, it is closed.
                     connection.as_mut().graceful_shutdown();
                     loop {
                         tokio::select! {
@@ -106,6 +108,6 @@ pub async fn serve_client<I>(
         }
     };
     if let Err(error) = result {
-        debug!(%error, "connection ended with an error");
+        debug!(error = ?error, "connection ended with an error");
     }
 }

@@ -294,7 +294,7 @@ impl H2load {
         }
         let log = std::fs::read_to_string(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
         let mut parsed = parse_h2load_log(&log)?;
-        parsed.failed += parse_h2load_failures(&text);
+        parsed.failed = failed_requests(parsed.failed, &text);
         parsed.seconds = self.duration.as_secs_f64();
         Ok(parsed)
     }
@@ -311,7 +311,10 @@ pub struct LatencyOutput {
     pub failed: u64,
 }
 
-/// h2load's `--log-file`: `start_us<TAB>status<TAB>duration_us` per request.
+/// h2load's `--log-file`: `start_us<TAB>status<TAB>duration_us` per request; status `-1` for a stream that
+/// ended in error. Status `0` is a stream that started in the warm-up (`--warm-up-time`) and got its response
+/// head there but finished after it: h2load counts it as succeeded without recording its status, so it is
+/// neither a failure nor a measured latency.
 pub fn parse_h2load_log(text: &str) -> anyhow::Result<LatencyOutput> {
     let mut latencies = Vec::new();
     let mut failed = 0;
@@ -319,6 +322,9 @@ pub fn parse_h2load_log(text: &str) -> anyhow::Result<LatencyOutput> {
         let fields: Vec<&str> = line.split('\t').collect();
         let (Some(status), Some(duration)) = (fields.get(1), fields.get(2)) else { continue };
         let status: i64 = status.trim().parse().unwrap_or(-1);
+        if status == 0 {
+            continue;
+        }
         if !(200..400).contains(&status) {
             failed += 1;
             continue;
@@ -342,15 +348,22 @@ pub fn parse_h2load_log(text: &str) -> anyhow::Result<LatencyOutput> {
     })
 }
 
-/// `requests: 100 total, 100 started, 100 done, 98 succeeded, 2 failed, 2 errored, 0 timeout`: failed + timeout.
+/// The failed requests of a run, each counted once: h2load's summary has them all (errored streams, 4xx/5xx,
+/// timeouts, requests lost with a connection, which have no log line); `logged`, the log's count, stands in
+/// should the summary be missing.
+fn failed_requests(logged: u64, summary: &str) -> u64 {
+    logged.max(parse_h2load_failures(summary))
+}
+
+/// `requests: 100 total, 100 started, 100 done, 98 succeeded, 2 failed, 2 errored, 0 timeout`: the failed ones.
+/// h2load's `failed` already holds the errored (reset or lost) and the timed-out requests besides the
+/// responses outside 2xx/3xx.
 fn parse_h2load_failures(text: &str) -> u64 {
     let Some(line) = text.lines().find(|l| l.trim_start().starts_with("requests:")) else { return 0 };
-    let count = |what: &str| {
-        line.split(',')
-            .find(|part| part.trim().ends_with(what))
-            .and_then(|part| part.split_whitespace().next()?.parse().ok())
-    };
-    count("failed").unwrap_or(0) + count("timeout").unwrap_or(0)
+    line.split(',')
+        .find(|part| part.trim().ends_with("failed"))
+        .and_then(|part| part.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `NAME=value ` for each variable of a command's environment.
@@ -446,7 +459,29 @@ Transfer/sec:     70.00MB
         assert!((out.p50_ms - 0.51).abs() < 0.011, "{}", out.p50_ms);
         assert!((out.p99_ms - 0.99).abs() < 0.011, "{}", out.p99_ms);
         let summary = "requests: 100 total, 100 started, 100 done, 97 succeeded, 3 failed, 3 errored, 1 timeout";
-        assert_eq!(parse_h2load_failures(summary), 4);
+        assert_eq!(parse_h2load_failures(summary), 3, "the timed-out request is one of the failed ones");
+    }
+
+    #[test]
+    fn h2load_warm_up_streams_are_not_failures() {
+        // Three streams of the warm-up finished after it (status 0), one stream was reset (-1), one 503.
+        let mut log = String::new();
+        for i in 0..3 {
+            log.push_str(&format!("1700000000{i:06}\t0\t{}\n", 9000 + i));
+        }
+        for i in 10..110 {
+            log.push_str(&format!("1700000001{i:06}\t200\t{}\n", i * 10));
+        }
+        log.push_str("1700000002000000\t-1\t70\n1700000002000001\t503\t5\n");
+        let out = parse_h2load_log(&log).expect("parse");
+        assert_eq!(out.failed, 2, "the reset stream and the 503, not the warm-up ones");
+        assert_eq!(out.requests, 100);
+        assert!(out.p999_ms < 2.0, "warm-up streams are not measured: {}", out.p999_ms);
+        let summary = "requests: 102 total, 102 started, 102 done, 101 succeeded, 2 failed, 1 errored, 0 timeout";
+        assert_eq!(failed_requests(out.failed, summary), 2, "each failed request once");
+        let lost = "requests: 102 total, 102 started, 102 done, 90 succeeded, 12 failed, 12 errored, 0 timeout";
+        assert_eq!(failed_requests(out.failed, lost), 12, "requests lost with a connection have no log line");
+        assert_eq!(failed_requests(out.failed, "no summary"), 2);
     }
 
     #[test]
