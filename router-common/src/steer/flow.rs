@@ -40,6 +40,7 @@ pub const STEER_TO_CLIENT: u8 = 2;
 pub const STEER_PENDING: u32 = 0;
 /// `SteerFlow::state`: leg B is open and the offsets are final; every packet is translated.
 pub const STEER_STEERED: u32 = 1;
+// `STEER_CONNECTING` (2), the pod-side entry while leg B's SYN is out: `super::setup`.
 
 /// `SteerFlow::seen`: a FIN was translated in this direction.
 pub const STEER_FIN: u16 = 1;
@@ -105,15 +106,21 @@ pub struct SteerFlow {
     pub state: u32,
     /// The offsets between the legs.
     pub tcp: SteerTcp,
+    /// [`STEER_TO_CLIENT`] entries: the highest acknowledgement number P sent (serially), kept by
+    /// the translation stage so that the router knows when the ClientHello it replayed on leg B
+    /// arrived whole.
+    pub acked: u32,
+    pub _pad2: u32,
 }
 
 const _: () = assert!(size_of::<SteerTcp>() == 20);
-const _: () = assert!(size_of::<SteerFlow>() == 112);
+const _: () = assert!(size_of::<SteerFlow>() == 120);
 const _: () = assert!(align_of::<SteerFlow>() == 8);
 const _: () = assert!(core::mem::offset_of!(SteerFlow, src_addr) == 32);
 const _: () = assert!(core::mem::offset_of!(SteerFlow, src_mac) == 72);
 const _: () = assert!(core::mem::offset_of!(SteerFlow, state) == 88);
 const _: () = assert!(core::mem::offset_of!(SteerFlow, tcp) == 92);
+const _: () = assert!(core::mem::offset_of!(SteerFlow, acked) == 112);
 
 /// The largest window-scale shift TCP allows (RFC 7323 section 2.3); larger values count as 14.
 pub const MAX_WSCALE: u8 = 14;

@@ -19,6 +19,8 @@
 //! - [`field_checksum`]: RFC 1624 updates for a 16/32-bit field at any byte offset (TCP options need
 //!   not be 16-bit aligned).
 //! - [`options`]: the bounded TCP option walker (where the timestamp and SACK options are).
+//! - [`setup`]: the setup stage's maps and records (client SYNs, the pod's SYN-ACK, the ports
+//!   recorded) through which userspace opens leg B.
 //! - [`segment`]: the whole TCP header rewrite over any [`TcpBytes`] (a byte slice on the host, the
 //!   packet in eBPF), with the checksum kept by incremental updates.
 
@@ -27,6 +29,7 @@ pub mod flow;
 pub mod options;
 pub mod rules;
 pub mod segment;
+pub mod setup;
 
 #[cfg(test)]
 mod tests;

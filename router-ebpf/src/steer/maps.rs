@@ -8,7 +8,7 @@ use router_common::{
 };
 
 /// Steered flows by arrival 5-tuple, one entry per direction (`BPF_MAP_TYPE_HASH`,
-/// `BPF_F_NO_PREALLOC`, 65,536 entries, 40-byte key, 112-byte value). Spelled like
+/// `BPF_F_NO_PREALLOC`, 65,536 entries, 40-byte key, 120-byte value). Spelled like
 /// `router_common::steer::STEER_FLOWS`: a BTF map takes its name from the identifier.
 #[btf_map]
 pub static STEER_FLOWS: HashMap<FlowKey, SteerFlow, { STEER_FLOWS_MAX as usize }, { BPF_F_NO_PREALLOC as usize }> =

@@ -27,7 +27,7 @@
 //!   (`router_common::nat::FlowKey`) and value (`router_common::steer::SteerFlow`): addresses and
 //!   MACs network order, ports, offsets, timestamps and counters host order.
 //! - Maps: `STEER_FLOWS` ([`maps`]): `BPF_MAP_TYPE_HASH`, `BPF_F_NO_PREALLOC`, 65,536 entries (two
-//!   per flow), 40-byte key, 112-byte value; written by userspace, this program adds to the
+//!   per flow), 40-byte key, 120-byte value; written by userspace, this program adds to the
 //!   counters, refreshes `last_seen_ns` (at most once a second) and ors FIN/RST into `seen`. Not
 //!   pinned yet. No other map is touched (the `XDP_STATS` counters are `xdp_front`'s).
 //! - Counters: per entry, per direction: `packets`, `bytes` (`data_end - data` on arrival),

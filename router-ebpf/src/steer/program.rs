@@ -47,7 +47,7 @@ pub fn steer(ctx: &XdpContext) -> u32 {
     let Some(entry) = STEER_FLOWS.get_ptr_mut(key) else {
         return xdp_action::XDP_PASS;
     };
-    // SAFETY: a valid pointer to this direction's entry, read in place (a copy would take 112 of
+    // SAFETY: a valid pointer to this direction's entry, read in place (a copy would take 120 of
     // the 512 stack bytes); userspace writes the whole entry before setting it steered, and this
     // program writes only counters, `last_seen_ns` and `seen`, after its last use of `flow`.
     let flow: &SteerFlow = unsafe { &*entry };
