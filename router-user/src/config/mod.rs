@@ -2,6 +2,7 @@
 
 mod limits;
 mod routing;
+mod steer;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,6 +13,7 @@ use clap::Parser;
 
 pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
+pub use steer::SteerArgs;
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -120,6 +122,10 @@ pub struct Settings {
     /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// XDP steering of passthrough connections.
+    #[command(flatten)]
+    pub steer: SteerArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

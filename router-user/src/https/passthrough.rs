@@ -2,7 +2,9 @@
 //! chosen by the route's balancer (by default a consistent hash of the client address,
 //! `ROUTER_TCP_BALANCE_SCHEME=source`) and connected with retries (`balance::Attempts`), the buffered
 //! ClientHello sent first, then the bytes carried both ways by a passthrough relay (`relay`) until both
-//! sides close or the tunnel timeout passes with no traffic.
+//! sides close or the tunnel timeout passes with no traffic. With `--xdp-steer-passthrough`, the chosen pod
+//! is first offered the connection through the XDP datapath (`relay::steer`), which then carries it
+//! without the router; the relay takes whatever the setup gives back.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -17,6 +19,7 @@ use super::HttpsContext;
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
 use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels};
 use crate::protection::RouteGate;
+use crate::relay::SteerOutcome;
 use crate::table::{Backend, Endpoint};
 
 pub async fn relay_to_pod(
@@ -41,6 +44,14 @@ pub async fn relay_to_pod(
             return;
         }
     };
+    let client_stream = if context.passthrough_relay.steers() {
+        match offer_to_xdp(client_stream, client, &hello, &backend, context).await {
+            Some(stream) => stream,
+            None => return,
+        }
+    } else {
+        client_stream
+    };
     let Some((endpoint, mut pod)) = connect(&backend, client, context).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "no_endpoint" }).inc();
         return;
@@ -64,6 +75,32 @@ pub async fn relay_to_pod(
             count("out", stats.to_client);
         }
         Err(error) => debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error"),
+    }
+}
+
+/// Offers the connection to the XDP datapath for the pod the route's balancer picks; `None` when the
+/// datapath took it (counted like a relayed connection) or it was lost, else the stream back.
+async fn offer_to_xdp(
+    stream: TcpStream,
+    client: SocketAddr,
+    hello: &[u8],
+    backend: &Backend,
+    context: &HttpsContext,
+) -> Option<TcpStream> {
+    let endpoints = &backend.endpoints;
+    // Weight 0 takes no new passthrough connections, as in `ConnectTrial::pick`.
+    let Some(index) = backend.pick(client.ip(), &[]).filter(|i| endpoints[*i].weight > 0) else {
+        return Some(stream);
+    };
+    let pod = endpoints[index].addr;
+    match context.passthrough_relay.steer(stream, hello, pod, backend.policy.tunnel_timeout).await {
+        SteerOutcome::Steered => {
+            let labels = BackendOnlyLabels { backend: backend.labels.backend.clone() };
+            context.metrics.passthrough_connections.get_or_create(&labels).inc();
+            None
+        }
+        SteerOutcome::Lost => None,
+        SteerOutcome::NotSteered(stream) => Some(stream),
     }
 }
 

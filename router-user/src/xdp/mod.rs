@@ -45,6 +45,7 @@ mod packet_tests;
 pub mod status;
 #[cfg(test)]
 mod steer_packet_tests;
+mod steer_maps;
 pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};
@@ -59,6 +60,7 @@ pub use counters::XdpCounters;
 pub use desired::Desired;
 pub use error::XdpError;
 pub use maps::MapFill;
+pub use steer_maps::SteerMaps;
 pub use sync::{SyncOptions, SyncReport};
 
 /// How to attach the program (`--xdp-mode`). Besides these names, the ones iproute2 and bpftool use
