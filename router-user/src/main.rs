@@ -43,7 +43,13 @@ async fn main() -> anyhow::Result<()> {
         closing_timeout: settings.xdp_conntrack_closing_timeout,
     };
     let steer_maps = match (settings.steer.xdp_steer_passthrough, xdp.as_mut()) {
-        (true, Some(front)) => front.take_steer_maps(),
+        (true, Some(front)) => {
+            let maps = front.take_steer_maps();
+            if maps.is_none() {
+                tracing::warn!("the XDP front has no steering maps; passthrough stays on the userspace relay");
+            }
+            maps
+        }
         (true, None) => {
             tracing::warn!("--xdp-steer-passthrough needs --xdp-iface; passthrough stays on the userspace relay");
             None
