@@ -7,12 +7,20 @@
 //!
 //! | map             | kind (BTF-defined)        | key                       | value                    | writers                       |
 //! |-----------------|---------------------------|---------------------------|--------------------------|-------------------------------|
-//! | `XDP_STATS`     | per-CPU array, 16 entries | `u32` counter index       | [`PacketCounter`]        | `xdp_front`, `nat_reverse`    |
+//! | `XDP_STATS`     | per-CPU array, 21 entries | `u32` counter index       | [`PacketCounter`]        | `xdp_front`, `nat_reverse`    |
 //! | `NODE_ADDRS`    | hash, 64 entries          | [`NodeAddrKey`]           | [`NodeAddr`]             | userspace (`xdp::sync`)       |
 //! | `NODE_PORTS`    | hash, 16 entries          | [`NodePortKey`]           | [`NodePort`]             | userspace (`xdp::sync`)       |
 //! | `EP_SLOTS`      | hash, 16 x 257 entries    | [`SlotKey`]               | [`Endpoint`]             | userspace (`xdp::sync`)       |
 //! | `CONNTRACK`     | LRU hash, 65536 (loader)  | [`FlowKey`] client->node  | [`CtEntry`] endpoint     | `xdp_front`; userspace GC     |
 //! | `CONNTRACK_REV` | LRU hash, 65536 (loader)  | [`FlowKey`] endpoint->client | [`CtEntry`] nodePort  | `xdp_front`, `nat_reverse`; GC |
+//! | `STEER_PORTS`   | hash, 16 entries          | [`SteerPortKey`]          | `u8` 1                   | userspace (passthrough setup) |
+//! | `STEER_SYNS`    | LRU hash, 65536           | [`FlowKey`] client->R     | [`SteerSyn`]             | `xdp_front`; userspace reads/removes |
+//! | `STEER_ANSWERS` | hash (no prealloc), 16384 | [`FlowKey`] pod->Q        | [`SteerAnswer`]          | `xdp_front`; userspace reads/removes |
+//! | `STEER_FLOWS`   | hash (no prealloc), 65536 | [`FlowKey`] as it arrives | [`SteerFlow`]            | userspace; `xdp_front` counters, `seen`, `acked` |
+//! | `STEER_EVENTS`  | ring buffer, 256 KiB      | -                         | [`FlowKey`] records      | `xdp_front`; userspace consumes |
+//!
+//! Userspace never clears the steering maps on sync: `STEER_PORTS` belongs to the passthrough
+//! setup, which fills it, and the others to the flows in them.
 //!
 //! The passthrough sockmap relay maps live in a second object (`router-sockmap`, loaded by
 //! `relay::sockmap` whether or not XDP is attached) and are not pinned; `bpftool map dump name
@@ -23,11 +31,6 @@
 //! | `SOCKMAP_SOCKS`   | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
 //! | `SOCKMAP_TARGETS` | SOCKHASH, 65536 entries    | [`SockKey`]  | socket                | userspace                |
 //! | `SOCKMAP_PEERS`   | hash (no prealloc), 65536  | [`SockKey`]  | [`SockmapPeer`]        | userspace; counters: `sockmap_verdict` |
-//!
-//! Room for the next step (not created yet): a passthrough flow table `PT_FLOWS` ([`FlowKey`] ->
-//! pod and MAC rewrite, written by the TLS passthrough code once a flow is bound, read by
-//! `xdp_front` before the nodePort lookup). It fits the loader's [`PINNED_MAPS`] list as one
-//! more entry; [`FlowKey`] is the key it will share with conntrack.
 //!
 //! [`PacketCounter`]: crate::stats::PacketCounter
 //! [`NodeAddrKey`]: crate::nat::NodeAddrKey
@@ -40,6 +43,15 @@
 //! [`CtEntry`]: crate::nat::CtEntry
 //! [`SockKey`]: crate::sockmap::SockKey
 //! [`SockmapPeer`]: crate::sockmap::SockmapPeer
+//! [`SteerPortKey`]: crate::steer::setup::SteerPortKey
+//! [`SteerSyn`]: crate::steer::setup::SteerSyn
+//! [`SteerAnswer`]: crate::steer::setup::SteerAnswer
+//! [`SteerFlow`]: crate::steer::SteerFlow
+
+pub use crate::steer::{
+    setup::{STEER_ANSWERS, STEER_EVENTS, STEER_PORTS, STEER_SYNS},
+    STEER_FLOWS,
+};
 
 /// Per-CPU packet counters of `xdp_front` and `nat_reverse` (`BPF_MAP_TYPE_PERCPU_ARRAY`, key
 /// `u32` counter index from [`crate::stats`], value [`crate::stats::PacketCounter`]).
@@ -66,8 +78,21 @@ pub const SOCKMAP_PEERS: &str = "SOCKMAP_PEERS";
 /// `max_entries` of each sockmap relay map: sockets, two per relayed connection.
 pub const SOCKMAP_MAX_SOCKETS: u32 = 65_536;
 
-/// Every map the userspace loader pins, in pin order.
-pub const PINNED_MAPS: &[&str] = &[XDP_STATS, NODE_ADDRS, NODE_PORTS, EP_SLOTS, CONNTRACK, CONNTRACK_REV];
+/// Every map the userspace loader pins, in pin order: the nodePort path's, then the steering
+/// maps (names in `crate::steer`).
+pub const PINNED_MAPS: &[&str] = &[
+    XDP_STATS,
+    NODE_ADDRS,
+    NODE_PORTS,
+    EP_SLOTS,
+    CONNTRACK,
+    CONNTRACK_REV,
+    STEER_PORTS,
+    STEER_SYNS,
+    STEER_ANSWERS,
+    STEER_FLOWS,
+    STEER_EVENTS,
+];
 
 /// `max_entries` of `NODE_ADDRS`.
 pub const NODE_ADDRS_MAX: u32 = 64;

@@ -23,6 +23,11 @@
 //! | 13    | [`STATS_FRAGMENT`]         | are IPv4 fragments or IPv6 with a Fragment header: passed as is   |
 //! | 14    | [`STATS_REV_NAT`]          | left through TC egress as nodePort replies, source restored        |
 //! | 15    | [`STATS_CT_STALE`]         | were SYNs straight to an endpoint that removed a stale reverse entry |
+//! | 16    | [`STATS_STEER_TO_POD`]     | belonged to a steered flow, came from the client, left translated towards the pod |
+//! | 17    | [`STATS_STEER_TO_CLIENT`]  | belonged to a steered flow, came from the pod, left translated towards the client |
+//! | 18    | [`STATS_STEER_DROP`]       | were dropped by the steering stage (`XDP_DROP`): a steered flow's SYN or malformed options, or any packet to a connecting leg B (its answer included) |
+//! | 19    | [`STATS_STEER_SYN`]        | were client SYNs to a `STEER_PORTS` port recorded in `STEER_SYNS` (then passed or rewritten) |
+//! | 20    | [`STATS_STEER_ANSWER`]     | were the pod's SYN-ACK or RST to a connecting leg B, recorded in `STEER_ANSWERS` (also in 18) |
 //!
 //! "Parsed completely" means the Ethernet header, the IPv4 header (version 4, IHL >= 5, all IHL
 //! words present) or IPv6 fixed header (version 6), and, when the L4 protocol is TCP, the TCP
@@ -30,9 +35,12 @@
 //!
 //! Invariants (over `xdp_front`'s counters):
 //! - `TOTAL = IPV4 + IPV6 + OTHER + UNPARSED` (each packet lands in exactly one of those four);
-//! - `TOTAL = PASS + NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (one verdict each);
+//! - `TOTAL = PASS + NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL + STEER_TO_POD +
+//!   STEER_TO_CLIENT + STEER_DROP` (one verdict each; the steering stage runs first, and a packet it
+//!   takes never reaches the nodePort stage);
 //! - `CT_HIT + CT_MISS = NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (every nodePort
 //!   packet looks up conntrack once, first);
+//! - `STEER_ANSWER <= STEER_DROP`; `STEER_SYN <= PASS + NAT` (a recorded SYN goes on to the kernel);
 //! - `TCP <= IPV4 + IPV6`. IPv6 extension headers are not walked and non-first IPv4 fragments
 //!   carry no TCP header, so such packets count as IPv4/IPv6 (and `FRAGMENT`) but not TCP.
 
@@ -68,8 +76,18 @@ pub const STATS_FRAGMENT: u32 = 13;
 pub const STATS_REV_NAT: u32 = 14;
 /// SYNs straight to an endpoint address/port that removed a stale `CONNTRACK_REV` entry.
 pub const STATS_CT_STALE: u32 = 15;
+/// Verdict `XDP_TX`/`XDP_REDIRECT`: a steered flow's packet from the client, translated towards the pod.
+pub const STATS_STEER_TO_POD: u32 = 16;
+/// Verdict `XDP_TX`/`XDP_REDIRECT`: a steered flow's packet from the pod, translated towards the client.
+pub const STATS_STEER_TO_CLIENT: u32 = 17;
+/// Verdict `XDP_DROP` by the steering stage.
+pub const STATS_STEER_DROP: u32 = 18;
+/// Client SYNs recorded in `STEER_SYNS`.
+pub const STATS_STEER_SYN: u32 = 19;
+/// Pod answers (SYN-ACK or RST) recorded in `STEER_ANSWERS` and announced on `STEER_EVENTS`.
+pub const STATS_STEER_ANSWER: u32 = 20;
 /// Number of entries in `XDP_STATS` (its `max_entries`).
-pub const STATS_LEN: u32 = 16;
+pub const STATS_LEN: u32 = 21;
 
 /// Every counter index, in index order (`STATS_INDICES[i] == i`).
 pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
@@ -89,6 +107,11 @@ pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
     STATS_FRAGMENT,
     STATS_REV_NAT,
     STATS_CT_STALE,
+    STATS_STEER_TO_POD,
+    STATS_STEER_TO_CLIENT,
+    STATS_STEER_DROP,
+    STATS_STEER_SYN,
+    STATS_STEER_ANSWER,
 ];
 
 /// Each counter's name as userspace reports it (`router xdp status`, tests), by index.
@@ -109,6 +132,11 @@ pub const STATS_NAMES: [&str; STATS_LEN as usize] = [
     "fragment",
     "rev_nat",
     "ct_stale",
+    "steer_to_pod",
+    "steer_to_client",
+    "steer_drop",
+    "steer_syn",
+    "steer_answer",
 ];
 
 const _: () = {

@@ -30,7 +30,7 @@ use crate::{
     stats::count,
 };
 
-/// What the nodePort stage decided.
+/// What the TCP stages of `xdp_front` decided (the nodePort stage returns the first five).
 #[derive(Clone, Copy)]
 pub enum Verdict {
     /// Not nodePort traffic (or not on a node address): unchanged.
@@ -40,6 +40,12 @@ pub enum Verdict {
     DropNoEndpoint,
     DropNoSlot,
     DropCtFull,
+    /// The steering stage translated the packet towards the pod (`XDP_TX`/`XDP_REDIRECT`).
+    SteerToPod(u32),
+    /// The steering stage translated the packet towards the client (`XDP_TX`/`XDP_REDIRECT`).
+    SteerToClient(u32),
+    /// The steering stage dropped the packet.
+    SteerDrop,
 }
 
 /// The flow as read from the packet, plus the TCP flags byte.
@@ -49,8 +55,9 @@ struct Flow {
 }
 
 /// Expects `tcp` from the parser (complete IP and TCP headers, not a fragment). Counts conntrack
-/// hits and misses; the caller counts the verdict.
-#[inline(always)]
+/// hits and misses; the caller counts the verdict. Not inlined: a BPF function with its own stack
+/// frame (inlined into `xdp_front` together with the steering stages, the frame ran past 512 bytes).
+#[inline(never)]
 pub fn forward(ctx: &XdpContext, tcp: &Tcp, bytes: u64) -> Result<Verdict, Unparsed> {
     let flow = read_flow(ctx, tcp)?;
     let key = &flow.key;

@@ -1,7 +1,7 @@
 //! The `XDP_STATS` per-CPU counter map and the one function that writes it.
 //!
 //! Map: `BPF_MAP_TYPE_PERCPU_ARRAY`, BTF-defined (`#[btf_map]`, so `bpftool map dump` prints the
-//! named `packets`/`bytes` fields), `max_entries = STATS_LEN` (16), no flags, key `u32` counter
+//! named `packets`/`bytes` fields), `max_entries = STATS_LEN` (21), no flags, key `u32` counter
 //! index, value `PacketCounter` (16 bytes per CPU), both host byte order. Index layout:
 //! `router_common::stats`. Writers: `xdp_front` and `nat_reverse`, each CPU into its own slot
 //! (both run with migration disabled, so a plain read-modify-write is race free). Reader:

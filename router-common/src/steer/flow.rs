@@ -25,7 +25,7 @@
 use crate::nat::FlowKey;
 
 /// Name of the steered-flow map in the object and in the kernel (`bpftool map show name
-/// STEER_FLOWS`). Not pinned yet: no attached program uses it.
+/// STEER_FLOWS`); pinned by the loader as `<pin_dir>/STEER_FLOWS`.
 pub const STEER_FLOWS: &str = "STEER_FLOWS";
 /// `max_entries` of `STEER_FLOWS`: entries, two per steered flow.
 pub const STEER_FLOWS_MAX: u32 = 65_536;

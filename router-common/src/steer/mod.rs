@@ -19,6 +19,8 @@
 //! - [`field_checksum`]: RFC 1624 updates for a 16/32-bit field at any byte offset (TCP options need
 //!   not be 16-bit aligned).
 //! - [`options`]: the bounded TCP option walker (where the timestamp and SACK options are).
+//! - [`syn_options`]: the bounded SYN option reader (MSS, window scale, SACK-permitted,
+//!   timestamps) whose values the setup stage records.
 //! - [`setup`]: the setup stage's maps and records (client SYNs, the pod's SYN-ACK, the ports
 //!   recorded) through which userspace opens leg B.
 //! - [`segment`]: the whole TCP header rewrite over any [`TcpBytes`] (a byte slice on the host, the
@@ -30,6 +32,7 @@ pub mod options;
 pub mod rules;
 pub mod segment;
 pub mod setup;
+pub mod syn_options;
 
 #[cfg(test)]
 mod tests;
@@ -40,3 +43,4 @@ pub use flow::{
 };
 pub use options::{OptionLayout, OptionWalk, MAX_SACK_BLOCKS};
 pub use segment::{translate, SteerError, TcpBytes, Translated};
+pub use syn_options::{read_syn_options, SynOptionWalk, SynOptions};

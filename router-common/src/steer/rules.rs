@@ -4,6 +4,7 @@
 //!
 //! C -> P: [`ack_to_pod`], [`sack_edge_to_pod`], [`tsecr_to_pod`]; seq, window and TSval unchanged.
 //! P -> C: [`seq_to_client`], [`window_to_client`], [`tsval_to_client`]; ack, TSecr and SACK unchanged.
+//! Bookkeeping of the P -> C entry: [`acked_max`] (how far P acknowledged C's bytes).
 
 use super::flow::MAX_WSCALE;
 
@@ -67,6 +68,18 @@ pub const fn window_to_client(window: u16, wscale_pod: u8, wscale_router: u8) ->
     }
 }
 
+/// P -> C: the entry's `acked` after P sent acknowledgement number `ack`: the serial maximum of
+/// the two, so that a reordered older ACK never moves it back, across the 2^32 wrap too. 0 means
+/// "nothing yet" (userspace may write the entry with `acked` 0), so the first ACK always counts.
+#[inline(always)]
+pub const fn acked_max(acked: u32, ack: u32) -> u32 {
+    if acked == 0 || serial_before(acked, ack) {
+        ack
+    } else {
+        acked
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +92,14 @@ mod tests {
         assert!(!serial_before(0, u32::MAX));
         assert!(serial_before(0, 0x7fff_ffff), "less than half the space ahead is after");
         assert!(!serial_before(0, 0x8000_0001), "more than half the space ahead is before");
+    }
+
+    #[test]
+    fn acked_is_a_serial_maximum_across_the_wrap() {
+        assert_eq!(acked_max(0, 0x9000_0001), 0x9000_0001, "0 is unset: the first ACK counts");
+        assert_eq!(acked_max(100, 200), 200);
+        assert_eq!(acked_max(200, 100), 200, "an older ACK does not move it back");
+        assert_eq!(acked_max(0xffff_fff0, 0x0000_0010), 0x0000_0010, "forward across the wrap");
+        assert_eq!(acked_max(0x0000_0010, 0xffff_fff0), 0x0000_0010, "backward across the wrap");
     }
 }

@@ -1,6 +1,7 @@
-//! The packet side of the steering rewrite: the arrival 5-tuple of an IPv4 TCP packet, and
-//! [`PacketTcp`], the bounds-checked byte access `router_common::steer::translate` works through,
-//! whose option walk runs in `bpf_loop`.
+//! The packet side of the steering stages: the arrival 5-tuple of an IPv4 TCP packet with the
+//! header fields the stages decide on ([`Arrival`]), and [`PacketTcp`], the bounds-checked byte
+//! access `router_common::steer::translate` and the SYN option reader work through, whose option
+//! walks run in `bpf_loop`.
 
 use core::ffi::c_void;
 
@@ -11,7 +12,7 @@ use aya_ebpf::{
 };
 use router_common::{
     nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
-    steer::{options::MAX_OPTION_STEPS, OptionLayout, OptionWalk, SteerError, TcpBytes},
+    steer::{options::MAX_OPTION_STEPS, OptionLayout, OptionWalk, SteerError, SynOptionWalk, SynOptions, TcpBytes},
 };
 
 use crate::{
@@ -19,21 +20,41 @@ use crate::{
     parse::{ptr_at, Tcp, Unparsed},
 };
 
-/// The arrival 5-tuple and TCP flags of an IPv4 packet. Expects `tcp` from the parser with
+/// What the steering stages read from an IPv4 TCP packet's fixed headers.
+#[derive(Clone, Copy)]
+pub struct Arrival {
+    /// The 5-tuple the packet arrived with.
+    pub key: FlowKey,
+    /// The TCP flags byte.
+    pub flags: u8,
+    /// The TCP header length in bytes (data offset x 4; the parser checked >= 20).
+    pub header_len: usize,
+    pub seq: u32,
+    pub ack: u32,
+    pub window: u16,
+}
+
+/// The arrival 5-tuple and fixed TCP fields of an IPv4 packet. Expects `tcp` from the parser with
 /// `family == FAMILY_IPV4`.
 #[inline(always)]
-pub fn arrival_key(ctx: &XdpContext, tcp: &Tcp) -> Result<(FlowKey, u8), Unparsed> {
+pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
     let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off)?;
     let th = ptr_at::<TcpHdr>(ctx, tcp.l4_off)?;
     // SAFETY: `ptr_at` checked that both whole headers lie inside the packet; both have alignment 1.
-    let (src, dst, src_port, dst_port, flags) =
-        unsafe { ((*ip).src, (*ip).dst, (*th).src_port, (*th).dst_port, (*th).off_flags[1]) };
+    let (src, dst, th) = unsafe { ((*ip).src, (*ip).dst, &*th) };
     let mut key = FlowKey { family: FAMILY_IPV4, protocol: PROTO_TCP, ..FlowKey::default() };
     key.src_addr[..4].copy_from_slice(&src);
     key.dst_addr[..4].copy_from_slice(&dst);
-    key.src_port = u16::from_be_bytes(src_port);
-    key.dst_port = u16::from_be_bytes(dst_port);
-    Ok((key, flags))
+    key.src_port = u16::from_be_bytes(th.src_port);
+    key.dst_port = u16::from_be_bytes(th.dst_port);
+    Ok(Arrival {
+        key,
+        flags: th.off_flags[1],
+        header_len: usize::from(th.off_flags[0] >> 4) * 4,
+        seq: u32::from_be_bytes(th.seq),
+        ack: u32::from_be_bytes(th.ack),
+        window: u16::from_be_bytes(th.window),
+    })
 }
 
 /// The TCP header (and what follows) of the packet in an XDP context, offsets from the TCP header
@@ -114,6 +135,55 @@ impl TcpBytes for PacketTcp {
             return Err(error);
         }
         Ok(state.walk.layout)
+    }
+}
+
+impl PacketTcp {
+    /// The options of a SYN or SYN-ACK whose TCP header is `header_len` bytes, read as `bpf_loop`
+    /// iterations of [`syn_option_step`] (same reasons as `walk_options`).
+    #[inline(always)]
+    pub fn syn_options(&self, header_len: usize) -> Result<SynOptions, SteerError> {
+        let mut state = SynOptionLoop {
+            packet: PacketTcp { ctx: self.ctx, l4_off: self.l4_off },
+            walk: SynOptionWalk::new(header_len),
+            error: None,
+        };
+        // SAFETY: `syn_option_step` has the callback signature `bpf_loop` expects, and `state`
+        // lives on this stack frame for the whole call.
+        let ran = unsafe {
+            bpf_loop(MAX_OPTION_STEPS as u32, syn_option_step as *mut c_void, (&raw mut state).cast::<c_void>(), 0)
+        };
+        if ran < 0 {
+            return Err(SteerError::Options);
+        }
+        if let Some(error) = state.error {
+            return Err(error);
+        }
+        Ok(state.walk.found)
+    }
+}
+
+/// What one `bpf_loop` iteration of the SYN option walk sees.
+#[repr(C)]
+struct SynOptionLoop {
+    packet: PacketTcp,
+    walk: SynOptionWalk,
+    error: Option<SteerError>,
+}
+
+/// One SYN option-walk step; `bpf_loop` stops at a non-zero return (walk over, or failed).
+#[inline(never)]
+extern "C" fn syn_option_step(_index: u32, state: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes back the pointer `syn_options` gave it: a live `SynOptionLoop` on
+    // that frame's stack, not otherwise accessed during the call.
+    let state = unsafe { &mut *state.cast::<SynOptionLoop>() };
+    match state.walk.step(&state.packet) {
+        Ok(false) => 0,
+        Ok(true) => 1,
+        Err(error) => {
+            state.error = Some(error);
+            1
+        }
     }
 }
 

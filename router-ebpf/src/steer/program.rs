@@ -1,6 +1,10 @@
-//! The `steer_translate` XDP entry point and [`steer`], the stage it runs: look the packet's
-//! arrival 5-tuple up in `STEER_FLOWS`, translate it, count it, and choose the verdict (policy in
-//! the module comment of `steer`).
+//! The steering stage ([`stage`]) that `xdp_front` runs first, and `steer_translate`, an XDP entry
+//! point that runs only this stage (for the `BPF_PROG_TEST_RUN` tests of the translation rules).
+//!
+//! [`stage`] looks the packet's arrival 5-tuple up in `STEER_FLOWS`: a steered entry's packet is
+//! translated, counted in the entry and sent on; a connecting entry's packet is the pod's answer
+//! (the caller records it with `super::setup::record_answer`) or noise, dropped either way;
+//! anything else is not the stage's.
 
 use aya_ebpf::{
     bindings::xdp_action,
@@ -10,29 +14,40 @@ use aya_ebpf::{
 };
 use router_common::{
     nat::FAMILY_IPV4,
-    steer::{SteerFlow, STEER_FIN, STEER_RST, STEER_STEERED},
+    steer::{
+        rules::acked_max, setup::STEER_CONNECTING, SteerFlow, STEER_FIN, STEER_RST, STEER_STEERED, STEER_TO_CLIENT,
+    },
 };
 
-use super::{maps::STEER_FLOWS, packet::arrival_key, rewrite::rewrite};
+use super::{maps::STEER_FLOWS, packet::arrival, rewrite::rewrite, setup::record_answer};
 use crate::{
-    headers::{TCP_FIN, TCP_RST, TCP_SYN},
-    parse,
+    headers::{TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN},
+    parse::{self, Tcp},
 };
 
 /// `last_seen_ns` is refreshed when older than this (ns), so a busy flow does not write its entry
 /// on every packet.
 const REFRESH_NS: u64 = 1_000_000_000;
 
-#[xdp]
-pub fn steer_translate(ctx: XdpContext) -> u32 {
-    steer(&ctx)
+/// What the steering stage did with a packet.
+#[derive(Clone, Copy)]
+pub enum Steered {
+    /// No steered or connecting entry for its arrival 5-tuple: the next stages decide.
+    NotOurs,
+    /// Translated towards the pod; the action is `XDP_TX` or `XDP_REDIRECT`.
+    ToPod(u32),
+    /// Translated towards the client; the action is `XDP_TX` or `XDP_REDIRECT`.
+    ToClient(u32),
+    /// Dropped: a steered flow's SYN or malformed segment (counted in the entry's `dropped`).
+    Drop,
+    /// A packet to a connecting leg B: the caller hands it to `super::setup::record_answer`
+    /// (a BPF function of its own, to keep each frame small) and drops it.
+    Connecting,
 }
 
-/// Translates a steered flow's packet and returns the verdict; `XDP_PASS` (packet unchanged) for
-/// everything that is not one. Expects nothing validated.
-#[inline(always)]
-pub fn steer(ctx: &XdpContext) -> u32 {
-    let Ok(packet) = parse::parse(ctx) else {
+#[xdp]
+pub fn steer_translate(ctx: XdpContext) -> u32 {
+    let Ok(packet) = parse::parse(&ctx) else {
         return xdp_action::XDP_PASS;
     };
     let Some(tcp) = packet.tcp else {
@@ -41,30 +56,58 @@ pub fn steer(ctx: &XdpContext) -> u32 {
     if packet.fragment || tcp.family != FAMILY_IPV4 {
         return xdp_action::XDP_PASS;
     }
-    let Ok((key, tcp_flags)) = arrival_key(ctx, &tcp) else {
-        return xdp_action::XDP_PASS;
+    match stage(&ctx, &tcp) {
+        Steered::NotOurs => xdp_action::XDP_PASS,
+        Steered::ToPod(action) | Steered::ToClient(action) => action,
+        Steered::Drop => xdp_action::XDP_DROP,
+        Steered::Connecting => {
+            record_answer(&ctx, &tcp);
+            xdp_action::XDP_DROP
+        }
+    }
+}
+
+/// The steering stage for an IPv4, unfragmented TCP packet (`tcp` from the parser). A packet
+/// this returns [`Steered::NotOurs`] or [`Steered::Connecting`] for is unchanged; a dropped one
+/// too.
+///
+/// Not inlined: a BPF function with its own stack frame. The stages of `xdp_front` each are one,
+/// called from a small frame: inlined together, their frame ran past the 512-byte limit, and the
+/// verifier sums the frames along each call chain (`bpf_loop` callbacks included).
+#[inline(never)]
+pub fn stage(ctx: &XdpContext, tcp: &Tcp) -> Steered {
+    let Ok(arrived) = arrival(ctx, tcp) else {
+        return Steered::NotOurs;
     };
-    let Some(entry) = STEER_FLOWS.get_ptr_mut(key) else {
-        return xdp_action::XDP_PASS;
+    let packet = &arrived;
+    let Some(entry) = STEER_FLOWS.get_ptr_mut(packet.key) else {
+        return Steered::NotOurs;
     };
+    // SAFETY: a valid pointer to this direction's entry; reading one `u32` of plain data.
+    let state = unsafe { (*entry).state };
+    if state == STEER_CONNECTING {
+        return Steered::Connecting;
+    }
+    if state != STEER_STEERED {
+        return Steered::NotOurs;
+    }
     // SAFETY: a valid pointer to this direction's entry, read in place (a copy would take 120 of
     // the 512 stack bytes); userspace writes the whole entry before setting it steered, and this
-    // program writes only counters, `last_seen_ns` and `seen`, after its last use of `flow`.
+    // program writes only counters, `last_seen_ns`, `seen` and `acked`, after its last use of `flow`.
     let flow: &SteerFlow = unsafe { &*entry };
-    if flow.state != STEER_STEERED {
-        return xdp_action::XDP_PASS;
-    }
-    let (if_index, last_seen_ns, seen_before) = (flow.if_index, flow.last_seen_ns, flow.seen);
-    if tcp_flags & TCP_SYN != 0 || rewrite(ctx, &tcp, &key, flow).is_err() {
+    let (if_index, last_seen_ns, seen_before, direction, acked) =
+        (flow.if_index, flow.last_seen_ns, flow.seen, flow.direction, flow.acked);
+    let tcp_flags = packet.flags;
+    if tcp_flags & TCP_SYN != 0 || rewrite(ctx, tcp, &packet.key, flow).is_err() {
         // SAFETY: `entry` is a live map value of plain integers (on counter races see the adds below).
         unsafe { (*entry).dropped += 1 };
-        return xdp_action::XDP_DROP;
+        return Steered::Drop;
     }
     let bytes = (ctx.data_end() - ctx.data()) as u64;
     // Counter adds are plain read-modify-writes (no atomic fetch-add on bpfel in stable Rust): one
     // direction of a flow arrives on one hook and, hashed by RSS on its 5-tuple, on one CPU, so a
     // lost increment needs the flow to move between queues mid-packet. The other writes store
-    // values every racing writer agrees on (a newer time, more flags).
+    // values every racing writer agrees on (a newer time, more flags, a later ack).
     // SAFETY: `entry` is a live map value of plain integers.
     unsafe {
         (*entry).packets += 1;
@@ -77,12 +120,24 @@ pub fn steer(ctx: &XdpContext) -> u32 {
         if seen_before & seen != seen {
             (*entry).seen = seen_before | seen;
         }
+        // P's ack is not translated (it counts C's bytes, whose sequence space both legs share).
+        if direction == STEER_TO_CLIENT && tcp_flags & TCP_ACK != 0 {
+            let newer = acked_max(acked, packet.ack);
+            if newer != acked {
+                (*entry).acked = newer;
+            }
+        }
     }
-    if if_index as usize == ctx.ingress_ifindex() {
+    let action = if if_index as usize == ctx.ingress_ifindex() {
         xdp_action::XDP_TX
     } else {
         // SAFETY: bpf_redirect only records the target for after the program returns (flags 0).
         unsafe { bpf_redirect(if_index, 0) as u32 }
+    };
+    if direction == STEER_TO_CLIENT {
+        Steered::ToClient(action)
+    } else {
+        Steered::ToPod(action)
     }
 }
 

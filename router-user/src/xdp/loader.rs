@@ -23,6 +23,7 @@ use super::{
     maps::NatMaps,
     netlink,
     object::{OBJECT, PROGRAM, TC_PROGRAM},
+    steer_maps::SteerMaps,
     XdpError, XdpMode, XdpOptions,
 };
 
@@ -44,6 +45,7 @@ pub(crate) struct Attached {
     pub tc_link: SchedClassifierLinkId,
     pub stats: StatsMap,
     pub nat: NatMaps,
+    pub steer: SteerMaps,
     pub pins: PinDir,
 }
 
@@ -87,8 +89,9 @@ fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result
         Ok(maps.swap_remove(at).1)
     };
     let stats = StatsMap::new(take(XDP_STATS)?)?;
-    let nat = NatMaps::new(take)?;
-    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, pins })
+    let nat = NatMaps::new(&mut take)?;
+    let steer = SteerMaps::new(&mut take)?;
+    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, steer, pins })
 }
 
 /// Loads the embedded object with both conntrack maps sized `conntrack_size`, and both programs

@@ -67,7 +67,10 @@ fn typed<K: aya::Pod, V: aya::Pod>(name: &'static str, map: Map) -> Result<HashM
     HashMap::try_from(map).map_err(|cause| XdpError::Map { name, cause })
 }
 
-fn fill<K: aya::Pod, V: aya::Pod>(name: &'static str, map: &HashMap<MapData, K, V>) -> Result<MapFill, XdpError> {
+pub(crate) fn fill<K: aya::Pod, V: aya::Pod>(
+    name: &'static str,
+    map: &HashMap<MapData, K, V>,
+) -> Result<MapFill, XdpError> {
     let max_entries = map.map().info().map_err(|cause| XdpError::Map { name, cause })?.max_entries();
     let entries = map.keys().filter(Result::is_ok).count();
     Ok(MapFill { name, entries: u32::try_from(entries).unwrap_or(u32::MAX), max_entries })

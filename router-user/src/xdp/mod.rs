@@ -44,8 +44,10 @@ mod object;
 mod packet_tests;
 pub mod status;
 #[cfg(test)]
-mod steer_packet_tests;
+mod steer_front_tests;
 mod steer_maps;
+#[cfg(test)]
+mod steer_packet_tests;
 pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};
@@ -109,6 +111,8 @@ pub struct XdpFront {
     tc_link: Option<SchedClassifierLinkId>,
     stats: counters::StatsMap,
     nat: Mutex<maps::NatMaps>,
+    /// Until the passthrough setup takes them ([`XdpFront::take_steer_maps`]).
+    steer: Option<SteerMaps>,
     pins: bpffs::PinDir,
     /// Owns the loaded programs; dropped last.
     ebpf: Ebpf,
@@ -119,7 +123,8 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, pins } = loader::attach(opts)?;
+        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, steer, pins } =
+            loader::attach(opts)?;
         tracing::info!(
             iface = %opts.iface,
             mode,
@@ -137,6 +142,7 @@ impl XdpFront {
             tc_link: Some(tc_link),
             stats,
             nat: Mutex::new(nat),
+            steer: Some(steer),
             pins,
             ebpf,
         })
@@ -160,9 +166,17 @@ impl XdpFront {
         self.stats.read()
     }
 
-    /// Entries and capacity of the nodePort and conntrack maps.
+    /// Entries and capacity of the nodePort, conntrack and steering hash maps (the steering maps
+    /// read through their pins, so this works after [`XdpFront::take_steer_maps`]).
     pub fn fill(&self) -> Result<Vec<MapFill>, XdpError> {
-        self.nat_maps().fill()
+        let mut fill = self.nat_maps().fill()?;
+        fill.extend(SteerMaps::open_pinned(self.pins.path())?.fill()?);
+        Ok(fill)
+    }
+
+    /// The steering maps, for the passthrough setup in userspace; `Some` once, `None` after.
+    pub fn take_steer_maps(&mut self) -> Option<SteerMaps> {
+        self.steer.take()
     }
 
     /// Writes the differences between `desired` and the maps' contents (see [`sync`]).

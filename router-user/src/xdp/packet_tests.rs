@@ -245,7 +245,7 @@ impl Harness {
     }
 }
 
-fn run<P>(program: &P, frame: &[u8]) -> (u32, Vec<u8>)
+pub(super) fn run<P>(program: &P, frame: &[u8]) -> (u32, Vec<u8>)
 where
     P: for<'a> TestRun<Opts<'a> = TestRunOptions<'a>, Result = TestRunResult>,
 {

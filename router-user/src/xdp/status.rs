@@ -18,7 +18,7 @@ use aya::programs::{self, SchedClassifier, TcAttachType};
 use clap::Parser;
 use router_common::maps::XDP_STATS;
 
-use super::{counters::StatsMap, maps::NatMaps, netlink, MapFill, XdpCounters, XdpError};
+use super::{counters::StatsMap, maps::NatMaps, netlink, MapFill, SteerMaps, XdpCounters, XdpError};
 
 /// `router xdp ...`.
 #[derive(Parser, Debug)]
@@ -74,6 +74,7 @@ impl XdpStatus {
             max_entries: router_common::stats::STATS_LEN,
         }];
         maps.extend(nat.fill()?);
+        maps.extend(SteerMaps::open_pinned(pin_dir)?.fill()?);
         Ok(XdpStatus { pin_dir: pin_dir.to_path_buf(), attachments: attachments(pin_dir), counters, maps })
     }
 

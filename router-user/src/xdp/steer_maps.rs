@@ -1,22 +1,67 @@
-//! The steering maps handed to userspace (stub by h11 to compile against; h10's datapath replaces this
-//! file with the same struct and the real `XdpFront::take_steer_maps`).
+//! Typed handles on the steering maps (`STEER_PORTS`, `STEER_SYNS`, `STEER_ANSWERS`, `STEER_FLOWS`,
+//! `STEER_EVENTS`), handed to the passthrough setup in userspace once
+//! ([`super::XdpFront::take_steer_maps`]). Layouts and who writes what:
+//! `router_common::steer::setup` and `router_common::steer::flow`.
 
-use router_common::nat::FlowKey;
-use router_common::steer::setup::{SteerAnswer, SteerPortKey, SteerSyn};
-use router_common::steer::SteerFlow;
+use std::path::Path;
 
-/// The maps the passthrough steering setup reads and writes, and the ring buffer of pod answers.
+use aya::maps::{HashMap, Map, MapData, RingBuf};
+use router_common::{
+    nat::FlowKey,
+    steer::{
+        setup::{SteerAnswer, SteerPortKey, SteerSyn, STEER_ANSWERS, STEER_EVENTS, STEER_PORTS, STEER_SYNS},
+        SteerFlow, STEER_FLOWS,
+    },
+};
+
+use super::{
+    maps::{fill, open_pin},
+    MapFill, XdpError,
+};
+
+/// The steering maps of the loaded (and attached) `xdp_front`.
 pub struct SteerMaps {
-    pub ports: aya::maps::HashMap<aya::maps::MapData, SteerPortKey, u8>,
-    pub syns: aya::maps::HashMap<aya::maps::MapData, FlowKey, SteerSyn>,
-    pub answers: aya::maps::HashMap<aya::maps::MapData, FlowKey, SteerAnswer>,
-    pub flows: aya::maps::HashMap<aya::maps::MapData, FlowKey, SteerFlow>,
-    pub events: aya::maps::RingBuf<aya::maps::MapData>,
+    /// The router's TLS ports whose client SYNs `xdp_front` records (value 1).
+    pub ports: HashMap<MapData, SteerPortKey, u8>,
+    /// Client SYNs by the 5-tuple R sees (LRU; userspace removes what it read).
+    pub syns: HashMap<MapData, FlowKey, SteerSyn>,
+    /// The pods' answers to leg B's SYN, keyed P -> Q.
+    pub answers: HashMap<MapData, FlowKey, SteerAnswer>,
+    /// Steered and connecting flows, one entry per direction.
+    pub flows: HashMap<MapData, FlowKey, SteerFlow>,
+    /// Keys of the answers just recorded.
+    pub events: RingBuf<MapData>,
 }
 
-impl super::XdpFront {
-    /// The steering maps, once (stub: the datapath that fills them is not in this build).
-    pub fn take_steer_maps(&mut self) -> Option<SteerMaps> {
-        None
+impl SteerMaps {
+    /// Builds the handles from maps `take` hands out by name.
+    pub(crate) fn new(mut take: impl FnMut(&'static str) -> Result<Map, XdpError>) -> Result<SteerMaps, XdpError> {
+        let events = take(STEER_EVENTS)?;
+        Ok(SteerMaps {
+            ports: typed(STEER_PORTS, take(STEER_PORTS)?)?,
+            syns: typed(STEER_SYNS, take(STEER_SYNS)?)?,
+            answers: typed(STEER_ANSWERS, take(STEER_ANSWERS)?)?,
+            flows: typed(STEER_FLOWS, take(STEER_FLOWS)?)?,
+            events: RingBuf::try_from(events).map_err(|cause| XdpError::Map { name: STEER_EVENTS, cause })?,
+        })
     }
+
+    /// Opens the maps pinned under `pin_dir`.
+    pub(crate) fn open_pinned(pin_dir: &Path) -> Result<SteerMaps, XdpError> {
+        SteerMaps::new(|name| open_pin(pin_dir, name))
+    }
+
+    /// Entries and capacity of each hash map (the ring buffer has no entries to count).
+    pub(crate) fn fill(&self) -> Result<Vec<MapFill>, XdpError> {
+        Ok(vec![
+            fill(STEER_PORTS, &self.ports)?,
+            fill(STEER_SYNS, &self.syns)?,
+            fill(STEER_ANSWERS, &self.answers)?,
+            fill(STEER_FLOWS, &self.flows)?,
+        ])
+    }
+}
+
+fn typed<K: aya::Pod, V: aya::Pod>(name: &'static str, map: Map) -> Result<HashMap<MapData, K, V>, XdpError> {
+    HashMap::try_from(map).map_err(|cause| XdpError::Map { name, cause })
 }

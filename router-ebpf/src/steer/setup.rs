@@ -1,0 +1,141 @@
+//! The setup stage of a steered flow, the datapath's half (contract: `router_common::steer::setup`):
+//! [`record_syn`] keeps a client SYN to one of the router's TLS ports in `STEER_SYNS`, and
+//! [`record_answer`] keeps the pod's SYN-ACK or RST to leg B's SYN in `STEER_ANSWERS` and announces
+//! it on `STEER_EVENTS`. Neither decides a verdict: the caller passes the SYN on and drops the
+//! answer.
+
+use aya_ebpf::{helpers::bpf_ktime_get_ns, programs::XdpContext};
+use router_common::{
+    nat::FAMILY_IPV4,
+    steer::setup::{SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK},
+};
+
+use super::{
+    maps::{STEER_ANSWERS, STEER_EVENTS, STEER_PORTS, STEER_SYNS},
+    packet::{arrival, PacketTcp},
+};
+use crate::{
+    headers::{EthHdr, Ipv4Hdr, TcpHdr, TCP_ACK, TCP_RST, TCP_SYN},
+    parse::{ptr_at, Tcp},
+};
+
+/// `bpf_map_update_elem` flag: create or replace.
+const BPF_ANY: u64 = 0;
+
+/// An IPv4 address in the 16-byte map layout (first 4 bytes, the rest zero).
+#[inline(always)]
+fn v4_in_16(addr: [u8; 4]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..4].copy_from_slice(&addr);
+    out
+}
+
+/// The Ethernet source and destination of the frame.
+#[inline(always)]
+fn macs(ctx: &XdpContext) -> Option<([u8; 6], [u8; 6])> {
+    let eth = ptr_at::<EthHdr>(ctx, 0).ok()?;
+    // SAFETY: `ptr_at` checked that the whole header lies inside the packet; alignment 1.
+    Some(unsafe { ((*eth).src, (*eth).dst) })
+}
+
+/// The destination of an IPv4 client SYN (SYN without ACK), before any rewrite: what
+/// [`record_syn`] records as the address C connected to. `None` for every other packet. Expects
+/// `tcp` from the parser with `family == FAMILY_IPV4`.
+#[inline(always)]
+pub fn syn_destination(ctx: &XdpContext, tcp: &Tcp) -> Option<([u8; 4], u16)> {
+    let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off).ok()?;
+    let th = ptr_at::<TcpHdr>(ctx, tcp.l4_off).ok()?;
+    // SAFETY: `ptr_at` checked that both whole headers lie inside the packet; both have alignment 1.
+    let (dst, dst_port, flags) = unsafe { ((*ip).dst, (*th).dst_port, (*th).off_flags[1]) };
+    (flags & (TCP_SYN | TCP_ACK) == TCP_SYN).then_some((dst, u16::from_be_bytes(dst_port)))
+}
+
+/// Records the client SYN in the packet (read after the nodePort stage, so its 5-tuple is what R
+/// sees) when its destination port is in `STEER_PORTS`; `arrival_dst` is the destination it
+/// arrived with ([`syn_destination`]). Expects an IPv4 SYN without ACK, `tcp` from the parser.
+/// Returns whether it was recorded; a SYN whose options do not parse, or a full map, is not. Not
+/// inlined, like `super::program::stage`: its own stack frame.
+#[inline(never)]
+pub fn record_syn(ctx: &XdpContext, tcp: &Tcp, arrival_dst: ([u8; 4], u16)) -> bool {
+    let Ok(arrived) = arrival(ctx, tcp) else {
+        return false;
+    };
+    let packet = &arrived;
+    let port = SteerPortKey { port: packet.key.dst_port, family: FAMILY_IPV4, _pad: 0 };
+    if STEER_PORTS.get_ptr(port).is_none() {
+        return false;
+    }
+    let Ok(options) = PacketTcp::new(ctx, tcp).syn_options(packet.header_len) else {
+        return false;
+    };
+    let Some((peer_mac, local_mac)) = macs(ctx) else {
+        return false;
+    };
+    let syn = SteerSyn {
+        // SAFETY: bpf_ktime_get_ns has no preconditions.
+        seen_ns: unsafe { bpf_ktime_get_ns() },
+        isn: packet.seq,
+        tsval: options.tsval,
+        arrival_dst_addr: v4_in_16(arrival_dst.0),
+        arrival_dst_port: arrival_dst.1,
+        mss: options.mss,
+        wscale: options.wscale,
+        options: options.present,
+        family: FAMILY_IPV4,
+        _pad: 0,
+        if_index: ctx.ingress_ifindex() as u32,
+        peer_mac,
+        local_mac,
+    };
+    STEER_SYNS.insert(packet.key, syn, BPF_ANY).is_ok()
+}
+
+/// Records the pod's answer `packet` to a connecting leg B (its `STEER_FLOWS` entry is keyed like
+/// `packet.key`, P -> Q): a SYN-ACK or a RST goes into `STEER_ANSWERS` and its key onto
+/// `STEER_EVENTS`. Returns whether both happened; anything else (another packet, options that do
+/// not parse, a full map or ring) records nothing or leaves the answer without its event, and the
+/// router gives up on the flow after its timeout. Expects an IPv4 packet, `tcp` from the parser.
+/// Not inlined: its own stack frame.
+#[inline(never)]
+pub fn record_answer(ctx: &XdpContext, tcp: &Tcp) -> bool {
+    let Ok(arrived) = arrival(ctx, tcp) else {
+        return false;
+    };
+    let packet = &arrived;
+    let flags = if packet.flags & TCP_RST != 0 {
+        ANSWER_RST
+    } else if packet.flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
+        ANSWER_SYN_ACK
+    } else {
+        return false;
+    };
+    let options = if flags == ANSWER_SYN_ACK {
+        match PacketTcp::new(ctx, tcp).syn_options(packet.header_len) {
+            Ok(options) => options,
+            Err(_) => return false,
+        }
+    } else {
+        Default::default()
+    };
+    let Some((peer_mac, local_mac)) = macs(ctx) else {
+        return false;
+    };
+    let answer = SteerAnswer {
+        // SAFETY: bpf_ktime_get_ns has no preconditions.
+        seen_ns: unsafe { bpf_ktime_get_ns() },
+        isn: packet.seq,
+        ack: packet.ack,
+        tsval: options.tsval,
+        tsecr: options.tsecr,
+        window: packet.window,
+        mss: options.mss,
+        wscale: options.wscale,
+        options: options.present,
+        flags,
+        _pad: 0,
+        if_index: ctx.ingress_ifindex() as u32,
+        peer_mac,
+        local_mac,
+    };
+    STEER_ANSWERS.insert(packet.key, answer, BPF_ANY).is_ok() && STEER_EVENTS.output(packet.key, 0).is_ok()
+}
