@@ -220,6 +220,12 @@ impl Steering {
         undo.client_key = Some(client_key);
         let to_pod = entries::to_pod_entry(&answer, q, pod, tcp, now);
         self.datapath.write_flow(&client_key, &to_pod).map_err(map_fallback)?;
+        // From here on C's packets go to P. Bytes that reached R between the first look and this write
+        // would be lost with R: look again.
+        let after = leg.side().map_err(|_| Fallback::Repair)?;
+        if after.receive_next != side.receive_next {
+            return Err(Fallback::LeftoverBytes);
+        }
 
         self.replay(syn, &answer, q, pod, request.hello, side.wscale_client).await
     }

@@ -166,6 +166,9 @@ struct FakeLeg {
     side: RouterSide,
     repair: Cell<bool>,
     repair_offs: Cell<u32>,
+    /// Bytes that arrive at R after its first look (a late segment of C's).
+    late_bytes: u32,
+    looks: Cell<u32>,
 }
 
 impl FakeLeg {
@@ -177,7 +180,7 @@ impl FakeLeg {
             wscale_router: 7,
             wscale_client: 7,
         };
-        FakeLeg { side, repair: Cell::new(false), repair_offs: Cell::new(0) }
+        FakeLeg { side, repair: Cell::new(false), repair_offs: Cell::new(0), late_bytes: 0, looks: Cell::new(0) }
     }
 }
 
@@ -192,7 +195,10 @@ impl RouterLeg for FakeLeg {
         Ok(())
     }
     fn side(&self) -> io::Result<RouterSide> {
-        Ok(self.side)
+        let looks = self.looks.get();
+        self.looks.set(looks + 1);
+        let late = if looks == 0 { 0 } else { self.late_bytes };
+        Ok(RouterSide { receive_next: self.side.receive_next.wrapping_add(late), ..self.side })
     }
 }
 
@@ -384,4 +390,14 @@ async fn the_sweep_removes_a_reset_flow_and_frees_its_port() {
     assert!(h.maps.lock().flows.is_empty(), "both entries gone");
     assert_eq!(h.steering.ports.lock().expect("ports").in_use(), 0, "port freed");
     assert_eq!(h.steering.metrics.xdp_steered_flows.get(), 0, "gauge back to 0");
+}
+
+#[tokio::test]
+async fn bytes_reaching_r_while_the_entries_are_written_fall_back() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let leg = FakeLeg { late_bytes: 5, ..FakeLeg::new(10) };
+    assert_eq!(h.steering.offload(&leg, &request(&[1; 10])).await, Err(Fallback::LeftoverBytes));
+    assert!(h.maps.lock().flows.is_empty(), "both entries removed: C's packets go to R again");
+    assert!(!leg.repair.get());
+    assert!(h.pod.sent.lock().expect("sent").iter().all(|s| s.payload.is_empty()), "nothing replayed");
 }
