@@ -1,5 +1,6 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod http;
 mod limits;
 mod routing;
 mod tls;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use http::HttpArgs;
 pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use tls::{MutualTls, TlsArgs};
@@ -120,6 +122,10 @@ pub struct Settings {
     /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// Compression and header-name case (ROUTER_ENABLE_COMPRESSION, ROUTER_H1_CASE_ADJUST).
+    #[command(flatten)]
+    pub http: HttpArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

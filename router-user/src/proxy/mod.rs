@@ -8,6 +8,7 @@
 mod client_body;
 mod client_io;
 mod coalesced_writes;
+mod compression;
 mod connection;
 mod handler;
 mod listener;
@@ -29,6 +30,7 @@ mod pod;
 mod request_trial;
 mod upstream;
 
+pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
