@@ -74,6 +74,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let mut proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     proxy_options.request_head_limit = settings.limits.request_head_limit()?;
     proxy_options.compression = settings.http.compression()?;
+    proxy_options.h1_case_adjust = settings.http.h1_case_adjust()?;
     let http_listener = bind("http", settings.http_addr()).await?;
     let https_listener = bind("https", settings.https_addr()).await?;
     let admin_listener = bind("admin", settings.stats_addr()).await?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::RoutingError;
-use crate::proxy::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
+use crate::proxy::{HeaderCaseMap, ResponseCompression, DEFAULT_COMPRESSION_MIME};
 
 #[derive(Args, Clone, Debug)]
 pub struct HttpArgs {
@@ -19,6 +19,11 @@ pub struct HttpArgs {
     /// MIME types to compress, separated by spaces; a response's Content-Type matches when it starts with one.
     #[arg(long, env = "ROUTER_COMPRESSION_MIME", default_value = DEFAULT_COMPRESSION_MIME)]
     pub compression_mime: String,
+
+    /// Header names, comma separated, written in this case on HTTP/1: in responses to clients, and in requests
+    /// to the pods of routes annotated `haproxy.router.openshift.io/h1-adjust-case: "true"`.
+    #[arg(long, env = "ROUTER_H1_CASE_ADJUST", default_value = "")]
+    pub h1_case_adjust: String,
 }
 
 impl HttpArgs {
@@ -35,6 +40,18 @@ impl HttpArgs {
             });
         }
         Ok(Some(Arc::new(ResponseCompression::new(&self.compression_mime))))
+    }
+}
+
+impl HttpArgs {
+    /// ROUTER_H1_CASE_ADJUST as a map; a name that is not an HTTP token stops the start, as in OpenShift.
+    pub fn h1_case_adjust(&self) -> Result<Option<Arc<HeaderCaseMap>>, RoutingError> {
+        let map = HeaderCaseMap::parse(&self.h1_case_adjust).map_err(|error| RoutingError::Value {
+            variable: "ROUTER_H1_CASE_ADJUST",
+            value: self.h1_case_adjust.clone(),
+            why: error.to_string(),
+        })?;
+        Ok(map.map(Arc::new))
     }
 }
 
@@ -69,5 +86,15 @@ mod tests {
         }
         let empty = Only::parse_from(["router", "--enable-compression", "true", "--compression-mime", " "]);
         assert!(empty.http.compression().is_err());
+    }
+
+    #[test]
+    fn the_case_list_is_empty_by_default_and_a_bad_name_stops_the_start() {
+        assert!(Only::parse_from(["router"]).http.h1_case_adjust().expect("valid").is_none());
+        let listed = Only::parse_from(["router", "--h1-case-adjust", "Host,X-Request-ID"]);
+        let map = listed.http.h1_case_adjust().expect("valid").expect("a map");
+        assert_eq!(map.adjust(b"x-request-id"), b"X-Request-ID");
+        let spaced = Only::parse_from(["router", "--h1-case-adjust", "Host, X-Request-ID"]);
+        assert!(spaced.http.h1_case_adjust().is_err(), "OpenShift does not trim the names");
     }
 }

@@ -24,6 +24,7 @@ use tracing::debug;
 use super::client_body::ClientBody;
 use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
+use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
@@ -58,6 +59,9 @@ pub struct ProxyOptions {
     pub request_head_limit: usize,
     /// ROUTER_ENABLE_COMPRESSION: gzip the listed types (ROUTER_COMPRESSION_MIME) for clients that take it.
     pub compression: Option<Arc<ResponseCompression>>,
+    /// ROUTER_H1_CASE_ADJUST: header names written in these cases on HTTP/1 (responses to every client,
+    /// requests to the pods of routes annotated `h1-adjust-case`).
+    pub h1_case_adjust: Option<Arc<HeaderCaseMap>>,
 }
 
 impl Default for ProxyOptions {
@@ -67,6 +71,7 @@ impl Default for ProxyOptions {
             queue_timeout: Duration::ZERO,
             request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
             compression: None,
+            h1_case_adjust: None,
         }
     }
 }
@@ -116,6 +121,11 @@ impl HttpProxy {
         Ok(response)
     }
 
+    /// See [`ProxyOptions::h1_case_adjust`].
+    pub fn h1_case_adjust(&self) -> Option<Arc<HeaderCaseMap>> {
+        self.options.h1_case_adjust.clone()
+    }
+
     /// See [`ProxyOptions::request_head_limit`].
     pub fn request_head_limit(&self) -> usize {
         self.options.request_head_limit
@@ -162,6 +172,9 @@ impl HttpProxy {
                 let trailers = wants_trailers(&request);
                 let h2 = request.version() == Version::HTTP_2;
                 let gzip = self.client_takes_gzip(&request);
+                if let (true, Some(map)) = (backend.policy.h1_adjust_case, &self.options.h1_case_adjust) {
+                    request.extensions_mut().insert(AdjustedCase(map.clone()));
+                }
                 let headers = request.headers_mut();
                 rewrite_headers(headers, upgrade, &connection.info, &lowered, &backend.policy);
                 for (name, value) in &connection.tls_headers {

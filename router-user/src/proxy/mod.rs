@@ -11,6 +11,7 @@ mod coalesced_writes;
 mod compression;
 mod connection;
 mod handler;
+mod header_case;
 mod listener;
 mod upgrade;
 
@@ -34,6 +35,7 @@ pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
+pub use header_case::{HeaderCaseMap, InvalidHeaderName};
 pub use listener::serve_http;
 pub use response::{ErrorFile, ProxyBody};
 pub use upstream::{Upstream, Via};
