@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use router::config::Settings;
 use router::server::RunningRouter;
-use router_tests::manifests::{route, service, ManifestDir};
-use router_tests::start_router_with;
+use router_tests::cli::curl_https;
+use router_tests::manifests::{route, service, ManifestDir, RouteSpec, RouteTls};
+use router_tests::pki::{PemDir, TestCa};
+use router_tests::{start_router_with, start_tls_router};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -128,7 +130,7 @@ async fn curl(router: &RunningRouter, path: &str, args: &[&str]) -> CurlReply {
     let url = format!("http://{HOST}:{}{path}", router.http_addr.port());
     let resolve = format!("{HOST}:{}:127.0.0.1", router.http_addr.port());
     let output = tokio::process::Command::new("curl")
-        .args(["-sS", "--max-time", "10", "--resolve", &resolve, "-D"])
+        .args(["-sS", "--noproxy", "*", "--max-time", "10", "--resolve", &resolve, "-D"])
         .arg(&headers_file)
         .arg("-o")
         .arg(&body_file)
@@ -292,5 +294,32 @@ async fn a_streamed_response_is_compressed_piece_by_piece() {
     let mut text = String::new();
     flate2::read::GzDecoder::new(&all[..]).read_to_string(&mut text).expect("a complete gzip stream");
     assert_eq!(text, "<p>first piece</p><p>second piece</p>");
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_clients_of_an_edge_route_get_gzip_too() {
+    let pod = scripted_pod(Default::default()).await;
+    let ca = TestCa::new("gz-ca");
+    let leaf = ca.leaf(&[HOST]);
+    let files = PemDir::new();
+    files.write("ca.pem", &ca.cert_pem);
+    let ca_file = files.path().join("ca.pem").to_string_lossy().into_owned();
+    let dir = ManifestDir::new();
+    let edge = RouteSpec {
+        tls: Some(RouteTls::edge().with_certificate(&leaf.cert_pem, &leaf.key_pem)),
+        ..RouteSpec::new("ns", "gz", HOST, "gz")
+    };
+    dir.write("gz.yaml", &[service("ns", "gz", &[pod]), edge.yaml()].concat());
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.http.enable_compression = true;
+    let (router, https) = start_tls_router(settings).await;
+    let reply = curl_https(https, HOST, "/text", &["--http2", "--compressed", "--cacert", &ca_file]).await;
+    assert_eq!((reply.exit_code, reply.status), (0, 200), "{}", reply.stderr);
+    assert_eq!(reply.http_version, "2");
+    let headers = reply.headers.to_ascii_lowercase();
+    assert!(headers.contains("content-encoding: gzip"), "{headers}");
+    assert!(!headers.contains("content-length"), "{headers}");
+    assert_eq!(reply.body, text_body(), "curl decodes the gzip of the HTTP/2 stream");
     router.shutdown().await;
 }

@@ -158,10 +158,8 @@ impl<S> CaseAdjustedWrites<S> {
                     data = &data[take..];
                     *left -= take as u64;
                     if *left == 0 {
-                        self.stage = match self.stage {
-                            Stage::ChunkData(_) => Stage::ChunkSize(Vec::new()),
-                            _ => Stage::Head(Vec::new()),
-                        };
+                        let in_chunk = matches!(self.stage, Stage::ChunkData(_));
+                        self.stage = if in_chunk { Stage::ChunkSize(Vec::new()) } else { Stage::Head(Vec::new()) };
                     }
                 }
                 Stage::ChunkSize(line) | Stage::Trailers(line) => {
