@@ -3,12 +3,11 @@
 //! router's own answers for failures. Accepting connections is `listen`'s job; an upgraded exchange's bytes
 //! go to `relay`'s tunnel.
 
-// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, and its body on the way
-// to a pod.
+// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, its body on the way
+// to a pod, and the case of header names written on HTTP/1 (ROUTER_H1_CASE_ADJUST).
 mod client_body;
 mod client_io;
 mod coalesced_writes;
-mod compression;
 mod connection;
 mod handler;
 mod header_case;
@@ -16,7 +15,8 @@ mod listener;
 mod upgrade;
 
 // The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,
-// the router's own answers.
+// response compression (ROUTER_ENABLE_COMPRESSION), the router's own answers.
+mod compression;
 mod forwarded;
 mod headers;
 mod request_host;
