@@ -12,7 +12,7 @@ use rustls::client::danger::ServerCertVerifier;
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
-use rustls_pki_types::ServerName;
+use rustls_pki_types::{CertificateDer, ServerName};
 
 use super::cert_error::CertError;
 use super::certs::roots;
@@ -80,13 +80,19 @@ pub fn reencrypt_tls(
 
 /// A PEM bundle of CA certificates from a file (DEFAULT_DESTINATION_CA_PATH, ROUTER_MUTUAL_TLS_AUTH_CA).
 pub fn load_ca_bundle(path: &Path) -> Result<Arc<RootCertStore>, CertError> {
+    let certs = load_ca_certificates(path)?;
+    roots(&certs).map(Arc::new).map_err(|detail| CertError::File { path: path.to_path_buf(), detail })
+}
+
+/// The certificates of a PEM bundle file (at least one).
+pub fn load_ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
     let file_error = |detail: String| CertError::File { path: path.to_path_buf(), detail };
     let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
     let certs = pem::certificates(&text).map_err(file_error)?;
     if certs.is_empty() {
         return Err(file_error("no certificates found".to_string()));
     }
-    roots(&certs).map(Arc::new).map_err(file_error)
+    Ok(certs)
 }
 
 fn client_builder(provider: Arc<CryptoProvider>) -> rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier> {
