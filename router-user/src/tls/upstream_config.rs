@@ -2,7 +2,8 @@
 //! `destinationCACertificate`, the pod's chain must verify against it and its name is not checked; else with
 //! DEFAULT_DESTINATION_CA_PATH, the chain must verify against that bundle and the certificate must be valid for
 //! `<service>.<namespace>.svc` (HAProxy `verifyhost`); else the pod's certificate is not verified at all. The
-//! SNI sent is `<service>.<namespace>.svc` and ALPN offers `http/1.1`.
+//! SNI sent is `<service>.<namespace>.svc` and ALPN offers `h2, http/1.1`, as the OpenShift router's reencrypt
+//! servers do (`alpn h2,http/1.1`): the pod picks.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -74,7 +75,7 @@ pub fn reencrypt_tls(
     };
     let mut config =
         client_builder(provider).dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     ReencryptTls { config: Arc::new(config), server_name: service_name(service, namespace), verify }
 }
 
@@ -174,7 +175,7 @@ mod tests {
         let tls = reencrypt_tls(Some(&store(&pki)), None, "web", "shop");
         assert_eq!(tls.verify, Verification::DestinationCa);
         let alpn = connect(&tls, &pod).await.unwrap();
-        assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+        assert_eq!(alpn.as_deref(), Some(&b"h2"[..]), "h2 offered, and the pod picked it");
 
         let wrong = Pki::named("Wrong CA");
         let tls = reencrypt_tls(Some(&store(&wrong)), Some(&store(&pki)), "web", "shop");
