@@ -6,6 +6,7 @@
 //! on the default certificate nor on a shared one, so browsers do not coalesce connections across routes).
 //! With ROUTER_STRICT_SNI a connection for a name no route certificate and not the default certificate covers
 //! (or without SNI) gets the base configuration, which has no certificate: rustls refuses the handshake.
+//! The server's suite order is used, not the client's.
 
 use std::sync::Arc;
 
@@ -62,6 +63,9 @@ impl ServerConfigs {
             base.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
             base.send_tls13_tickets = 0;
         }
+        // The server's suite order wins, as HAProxy's default (`prefer-server-ciphers`) has it; testssl.sh flags a
+        // server without a cipher order.
+        base.ignore_client_order = true;
         base.alpn_protocols = http11();
         let client_auth = !matches!(policy.client_auth, ClientAuth::None);
         Ok(ServerConfigs {
@@ -441,6 +445,7 @@ mod tests {
         let p384 = TlsPolicy { kx_groups: crate::tls::curves::kx_groups(Some("P-384")).unwrap(), ..default_policy() };
         let configs = ServerConfigs::new(&p384, &s.key).unwrap();
         assert_eq!(configs.base.crypto_provider().kx_groups.len(), 1);
+        assert!(configs.base.ignore_client_order, "the server's cipher order");
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), client).await.is_ok());
     }
 
