@@ -47,7 +47,7 @@ impl CrlSource {
             return CrlSource::File(path.to_path_buf());
         }
         let points: Vec<Vec<String>> =
-            ca_certs.iter().map(|cert| distribution_points(cert)).filter(|urls| !urls.is_empty()).collect();
+            ca_certs.iter().map(distribution_points).filter(|urls| !urls.is_empty()).collect();
         if points.is_empty() {
             CrlSource::None
         } else {
