@@ -3,7 +3,7 @@
 //! default certificate must not be coalesced across hosts), then HTTP over the decrypted stream. With
 //! ROUTER_STRICT_SNI a name without a route certificate that the default one does not carry is refused in the
 //! handshake; with ROUTER_MUTUAL_TLS_AUTH_FILTER a client whose certificate subject does not match gets 403 for
-//! every request.
+//! every request. A resumed session whose client certificate no longer verifies (revoked since) is closed.
 
 use std::net::SocketAddr;
 
@@ -56,6 +56,11 @@ pub async fn serve(
     };
     let session = tls.get_ref().1;
     let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
+    if !context.configs.client_still_valid(session) {
+        debug!("resumed session of a client certificate that no longer verifies (revoked since)");
+        fail("client_certificate_revoked");
+        return;
+    }
     if let Some(filter) = context.configs.client_subject_filter() {
         let subject = client_subject(session.peer_certificates());
         if !subject.as_deref().is_some_and(|subject| filter.is_match(subject)) {

@@ -14,7 +14,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{ServerConfig, SupportedProtocolVersion};
+use rustls::{HandshakeKind, ServerConfig, ServerConnection, SupportedProtocolVersion};
+use rustls_pki_types::UnixTime;
 
 use super::client_verifier::SwappableVerifier;
 use super::crl::{spawn_refresh, CrlSource};
@@ -100,6 +101,20 @@ impl ServerConfigs {
         Arc::clone(&self.refusing)
     }
 
+    /// Whether the client certificate of `connection` still verifies: a resumed session skips verification, so
+    /// one whose certificate has been revoked since (newer lists) is caught here. Always true for a full
+    /// handshake (just verified) and without client certificates.
+    pub fn client_still_valid(&self, connection: &ServerConnection) -> bool {
+        let Some((verifier, _)) = &self.client_verifier else { return true };
+        if connection.handshake_kind() != Some(HandshakeKind::Resumed) {
+            return true;
+        }
+        let Some((leaf, intermediates)) = connection.peer_certificates().and_then(<[_]>::split_first) else {
+            return true;
+        };
+        verifier.verify_client_cert(leaf, intermediates, UnixTime::now()).is_ok()
+    }
+
     /// ROUTER_MUTUAL_TLS_AUTH_FILTER, when client certificates are asked for.
     pub fn client_subject_filter(&self) -> Option<&regex::Regex> {
         self.client_subject_filter.as_ref()
@@ -178,7 +193,7 @@ mod tests {
     use crate::tls::ciphers::{tls12_suites, tls13_suites};
     use crate::tls::policy::MaxVersion;
     use crate::tls::test_pki::{Leaf, Pki};
-    use rustls::{ClientConfig, HandshakeKind, RootCertStore};
+    use rustls::{ClientConfig, RootCertStore};
     use rustls_pki_types::{PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -406,6 +421,48 @@ mod tests {
         // A list from another CA says nothing about these certificates: their status is unknown, refused.
         verifier.use_crls(vec![Pki::named("Other CA").crl(&[]).der().clone()]).unwrap();
         assert!(connect(&good).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_resumed_session_of_a_since_revoked_certificate_is_caught() {
+        let s = setup();
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Pki::named("Client CA");
+        let ca_path = dir.path().join("clients.pem");
+        std::fs::write(&ca_path, clients.ca.pem()).unwrap();
+        let crl_path = dir.path().join("crl.pem");
+        std::fs::write(&crl_path, clients.crl(&[]).pem().unwrap()).unwrap();
+        let policy = TlsPolicy {
+            client_auth: ClientAuth::verified(true, Some(&ca_path)).unwrap(),
+            client_crl: CrlSource::File(crl_path),
+            ..default_policy()
+        };
+        let configs = Arc::new(ServerConfigs::new(&policy, &s.key).unwrap());
+        let leaf = clients.leaf("client");
+        let client = client(&s.pki, &[&rustls::version::TLS13], Some(&leaf));
+        let key = &s.key;
+        let checked = |configs: Arc<ServerConfigs>, client: Arc<ClientConfig>| async move {
+            let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+            let server_config = configs.for_connection(Arc::clone(key), false);
+            let server = tokio::spawn(async move {
+                let mut stream = tokio_rustls::TlsAcceptor::from(server_config).accept(server_io).await.unwrap();
+                let (_, conn) = stream.get_ref();
+                let verdict = (conn.handshake_kind(), configs.client_still_valid(conn));
+                stream.write_all(b"x").await.unwrap();
+                stream.shutdown().await.unwrap();
+                verdict
+            });
+            let name = ServerName::try_from("a.example.com").unwrap();
+            let mut stream = tokio_rustls::TlsConnector::from(client).connect(name, client_io).await.unwrap();
+            let mut buf = Vec::new();
+            stream.read_to_end(&mut buf).await.unwrap();
+            server.await.unwrap()
+        };
+        let first = checked(Arc::clone(&configs), Arc::clone(&client)).await;
+        assert_eq!(first, (Some(HandshakeKind::Full), true));
+        configs.client_verifier.as_ref().unwrap().0.use_crls(vec![clients.crl(&[&leaf]).der().clone()]).unwrap();
+        let resumed = checked(Arc::clone(&configs), client).await;
+        assert_eq!(resumed, (Some(HandshakeKind::Resumed), false), "resumed, and refused after the check");
     }
 
     #[tokio::test]
