@@ -13,6 +13,7 @@ use tracing::info;
 use crate::admin::{serve_admin, AdminState, Readiness};
 use crate::config::{RoutingError, Settings};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
+use crate::listen::{bind_listeners, IpMode};
 use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
@@ -57,7 +58,9 @@ pub struct RunningRouter {
     background: Vec<JoinHandle<()>>,
 }
 
-/// Binds the listeners and starts every task. Readiness follows once the first table is published.
+/// Binds the listeners and starts every task. Readiness follows once the first table is published. With
+/// ROUTER_BIND_PORTS_AFTER_SYNC the HTTP and HTTPS ports are bound (and this returns) only after that, the
+/// admin port answering (not ready) meanwhile.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     start_with_steering(settings, None).await
 }
@@ -83,16 +86,21 @@ pub async fn start_with_steering(
     };
     let mut proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     proxy_options.request_head_limit = settings.limits.request_head_limit()?;
-    let http_listener = bind("http", settings.http_addr()).await?;
-    let https_listener = bind("https", settings.https_addr()).await?;
-    let admin_listener = bind("admin", settings.stats_addr()).await?;
-    let http_addr = local_addr(&http_listener, settings.http_addr());
-    let https_addr = local_addr(&https_listener, settings.https_addr());
-    let stats_addr = local_addr(&admin_listener, settings.stats_addr());
+    proxy_options.compression = settings.http.compression()?;
+    proxy_options.h1_case_adjust = settings.http.h1_case_adjust()?;
+    let mode = settings.listeners.ip_v4_v6_mode;
+    let after_sync = settings.listeners.bind_ports_after_sync;
+    let admin_listeners = bind("admin", settings.stats_addr(), mode)?;
+    let stats_addr = local_addr(&admin_listeners, settings.stats_addr());
+    let mut client_listeners = match after_sync {
+        true => None,
+        false => Some((bind("http", settings.http_addr(), mode)?, bind("https", settings.https_addr(), mode)?)),
+    };
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
     let readiness = Arc::new(Readiness::default());
+    readiness.set_ports_unbound(after_sync);
     let (stop, stopped) = watch::channel(false);
 
     let skipped = Arc::new(SkippedObjects::default());
@@ -102,13 +110,18 @@ pub async fn start_with_steering(
         table: table.clone(),
         skipped: skipped.clone(),
     };
-    let admin_task = tokio::spawn(serve_admin(admin_listener, Arc::new(admin), stopped.clone()));
+    let admin = Arc::new(admin);
+    let admin_tasks: Vec<JoinHandle<()>> = admin_listeners
+        .into_iter()
+        .map(|listener| tokio::spawn(serve_admin(listener, admin.clone(), stopped.clone())))
+        .collect();
 
     // The Kubernetes source's snapshots are whole-cluster sized: at most one waits while the publisher builds.
     let queued_updates = if matches!(source, SourceChoice::Kube(_)) { 1 } else { 16 };
     let (updates_tx, updates_rx) = mpsc::channel(queued_updates);
     let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (published_tx, published_rx) = watch::channel(table.load_full());
+    let mut first_table = published_rx.clone();
     let watch_task = match &source {
         SourceChoice::Manifests(path) => spawn_watch(ManifestSource::new(path.clone()), updates_tx),
         SourceChoice::Kube(kubeconfig) => {
@@ -116,7 +129,7 @@ pub async fn start_with_steering(
             match crate::source::kube::start(&options, updates_tx, published_rx, skipped, metrics.clone()).await {
                 Ok(task) => task,
                 Err(error) => {
-                    admin_task.abort();
+                    admin_tasks.iter().for_each(JoinHandle::abort);
                     return Err(error.into());
                 }
             }
@@ -131,7 +144,8 @@ pub async fn start_with_steering(
         snapshots: Some(snapshots_tx),
     };
     let publish_task = tokio::spawn(publisher.run(updates_rx));
-    let mut background = vec![admin_task, watch_task, publish_task];
+    let mut background = admin_tasks;
+    background.extend([watch_task, publish_task]);
     let local_service = settings.router_service.as_ref().map(|service| {
         let node = node_name_or_hostname(settings.node_name.as_deref());
         let (local_tx, local_rx) = watch::channel(None);
@@ -145,6 +159,26 @@ pub async fn start_with_steering(
         background.push(tokio::spawn(probe));
         local_rx
     });
+
+    let (http_listeners, https_listeners) = match client_listeners.take() {
+        Some(bound) => bound,
+        None => {
+            // ROUTER_BIND_PORTS_AFTER_SYNC: the first complete table is live before :80 and :443 listen.
+            let _ = first_table.changed().await;
+            match bind("http", settings.http_addr(), mode)
+                .and_then(|http| Ok((http, bind("https", settings.https_addr(), mode)?)))
+            {
+                Ok(bound) => bound,
+                Err(error) => {
+                    background.iter().for_each(JoinHandle::abort);
+                    return Err(error);
+                }
+            }
+        }
+    };
+    readiness.set_ports_unbound(false);
+    let http_addr = local_addr(&http_listeners, settings.http_addr());
+    let https_addr = local_addr(&https_listeners, settings.https_addr());
 
     let upstream = Upstream::new(settings.connect_timeout);
     let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
@@ -162,8 +196,17 @@ pub async fn start_with_steering(
             .with_steering(start_steering(steer_maps, &settings, https_addr, &metrics)),
     };
     let drain = settings.hard_stop_after;
-    let https_task = tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain));
-    let http_task = tokio::spawn(serve_http(http_listener, proxy, timeouts, stopped, drain));
+    let https = Arc::new(https);
+    let https_serving: Vec<_> =
+        https_listeners.into_iter().map(|l| serve_https(l, https.clone(), stopped.clone(), drain)).collect();
+    let https_task = tokio::spawn(async move {
+        futures_util::future::join_all(https_serving).await;
+    });
+    let http_serving: Vec<_> =
+        http_listeners.into_iter().map(|l| serve_http(l, proxy.clone(), timeouts, stopped.clone(), drain)).collect();
+    let http_task = tokio::spawn(async move {
+        futures_util::future::join_all(http_serving).await;
+    });
     info!(%http_addr, %https_addr, %stats_addr, source = ?source, "router started");
 
     Ok(RunningRouter {
@@ -234,10 +277,12 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
     }
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
+/// The sockets of one listener: one, or one per address family (ROUTER_IP_V4_V6_MODE `v4v6`).
+fn bind(what: &'static str, addr: SocketAddr, mode: IpMode) -> Result<Vec<TcpListener>, StartError> {
+    bind_listeners(addr, mode).map_err(|(addr, source)| StartError::Bind { what, addr, source })
 }
 
-fn local_addr(listener: &TcpListener, requested: SocketAddr) -> SocketAddr {
-    listener.local_addr().unwrap_or(requested)
+/// The address of a listener's first socket (its port is every socket's).
+fn local_addr(listeners: &[TcpListener], requested: SocketAddr) -> SocketAddr {
+    listeners.first().and_then(|listener| listener.local_addr().ok()).unwrap_or(requested)
 }

@@ -100,8 +100,20 @@ impl TestCa {
         Self::with_key(common_name, KeyPair::from_pem(&pem).expect("RSA key loads"))
     }
 
+    /// A CA (ECDSA P-256) whose certificate names `url` as its CRL distribution point.
+    pub fn with_crl_url(common_name: &str, url: &str) -> TestCa {
+        Self::build(common_name, KeyPair::generate().expect("CA key"), Some(url))
+    }
+
     fn with_key(common_name: &str, key: KeyPair) -> TestCa {
+        Self::build(common_name, key, None)
+    }
+
+    fn build(common_name: &str, key: KeyPair, crl_url: Option<&str>) -> TestCa {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        if let Some(url) = crl_url {
+            params.crl_distribution_points = vec![rcgen::CrlDistributionPoint { uris: vec![url.to_string()] }];
+        }
         params.distinguished_name = distinguished_name(common_name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages =
@@ -136,6 +148,41 @@ impl TestCa {
         let mut params = leaf_params(&[], Usage::Client, false);
         params.distinguished_name = distinguished_name(common_name);
         self.issue(params, KeyPair::generate().expect("client key"), common_name)
+    }
+
+    /// A client certificate with CN `common_name` and serial number `serial`, to be named in a CRL.
+    pub fn client_leaf_with_serial(&self, common_name: &str, serial: u64) -> Leaf {
+        let mut params = leaf_params(&[], Usage::Client, false);
+        params.distinguished_name = distinguished_name(common_name);
+        params.serial_number = Some(rcgen::SerialNumber::from(serial));
+        self.issue(params, KeyPair::generate().expect("client key"), common_name)
+    }
+
+    /// A CRL of this CA (issued 2024, next update 2099) revoking the certificates with serial numbers `revoked`;
+    /// PEM, or DER when `der`.
+    pub fn crl(&self, revoked: &[u64], der: bool) -> Vec<u8> {
+        let revoked_certs = revoked
+            .iter()
+            .map(|serial| rcgen::RevokedCertParams {
+                serial_number: rcgen::SerialNumber::from(*serial),
+                revocation_time: date_time_ymd(2024, 1, 1),
+                reason_code: None,
+                invalidity_date: None,
+            })
+            .collect();
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: date_time_ymd(2024, 1, 1),
+            next_update: date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs,
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        let crl = params.signed_by(&self.cert, &self.key).expect("sign CRL");
+        match der {
+            true => crl.der().to_vec(),
+            false => crl.pem().expect("CRL PEM").into_bytes(),
+        }
     }
 
     fn issue(&self, params: CertificateParams, key: KeyPair, common_name: &str) -> Leaf {

@@ -2,7 +2,8 @@
 //!
 //! - Debian packages the tests and benches run: bpftool, iproute2, ethtool, curl, wrk, openssl,
 //!   procps, iputils-ping, for the benchmark haproxy, nginx, nghttp2-client (h2load), and for its XDP
-//!   group iptables and hping3 (checked with `dpkg-query`, installed with `apt-get`).
+//!   group iptables and hping3, testssl.sh for the TLS scan test (checked with `dpkg-query`, installed with
+//!   `apt-get`).
 //! - The `nightly` toolchain with `rust-src` (the eBPF object is built with `-Z build-std=core`).
 //! - `bpf-linker` 0.13, built against the nightly toolchain's own libLLVM: `libLLVM.so` is
 //!   symlinked to the toolchain's `libLLVM.so.<ver>-rust-<ver>` and the linker is installed with
@@ -36,6 +37,8 @@ const APT_PACKAGES: &[&str] = &[
     // The bench's XDP group (`cargo xtask bench --only xdp`): kube-proxy-style DNAT rules and a bounded SYN flood.
     "iptables",
     "hping3",
+    // tests/tests/tls_testssl.rs: the TLS scanner run against :443.
+    "testssl.sh",
 ];
 const NIGHTLY: &str = "nightly";
 /// The bpf-linker series that matches aya 0.14 / aya-build 0.2.

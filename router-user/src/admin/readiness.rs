@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Readiness {
     table_ready: AtomicBool,
     draining: AtomicBool,
+    /// ROUTER_BIND_PORTS_AFTER_SYNC: the HTTP/HTTPS ports are not bound yet.
+    ports_unbound: AtomicBool,
 }
 
 impl Readiness {
@@ -20,6 +22,11 @@ impl Readiness {
         self.draining.store(true, Ordering::Release);
     }
 
+    /// ROUTER_BIND_PORTS_AFTER_SYNC: whether the HTTP/HTTPS ports still wait to be bound.
+    pub fn set_ports_unbound(&self, unbound: bool) {
+        self.ports_unbound.store(unbound, Ordering::Release);
+    }
+
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }
@@ -30,6 +37,8 @@ impl Readiness {
             Some("shutting down")
         } else if !self.table_ready.load(Ordering::Acquire) {
             Some("waiting for the first route table")
+        } else if self.ports_unbound.load(Ordering::Acquire) {
+            Some("binding the HTTP and HTTPS ports")
         } else {
             None
         }

@@ -1,6 +1,8 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod http;
 mod limits;
+mod listeners;
 mod routing;
 mod steer;
 mod tls;
@@ -11,7 +13,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use http::HttpArgs;
 pub use limits::LimitArgs;
+pub use listeners::ListenerArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use steer::SteerArgs;
 pub use tls::{MutualTls, TlsArgs};
@@ -126,6 +130,15 @@ pub struct Settings {
     /// XDP steering of passthrough connections.
     #[command(flatten)]
     pub steer: SteerArgs,
+
+    /// Compression and header-name case (ROUTER_ENABLE_COMPRESSION, ROUTER_H1_CASE_ADJUST).
+    #[command(flatten)]
+    pub http: HttpArgs,
+
+    /// Address families and bind timing of the client listeners (ROUTER_IP_V4_V6_MODE,
+    /// ROUTER_BIND_PORTS_AFTER_SYNC).
+    #[command(flatten)]
+    pub listeners: ListenerArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

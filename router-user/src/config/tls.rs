@@ -1,6 +1,7 @@
-//! Settings of the :443 listener (the OpenShift router's TLS variables): certificates, protocol versions and
-//! ciphers, HTTP/2, client certificates, ClientHello inspection and the PROXY protocol; and the TLS policy they
-//! give.
+//! Settings of the :443 listener (the OpenShift router's TLS variables): certificates, strict SNI, protocol
+//! versions, ciphers and key exchange groups, HTTP/2, client certificates (CA, subject filter, revocation
+//! lists), ClientHello inspection and the PROXY protocol; and the TLS policy they give. A value naming something
+//! unknown is an error that stops the start.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,10 +9,18 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::duration::parse_haproxy_duration;
-use crate::tls::{tls12_suites, tls13_suites, ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+use crate::tls::{
+    kx_groups, load_ca_certificates, subject_filter, tls12_suites, tls13_suites, ClientAuth, CrlSource, MaxVersion,
+    MinVersion, TlsPolicy, TlsPolicyError,
+};
 
 #[derive(Args, Clone, Debug)]
 pub struct TlsArgs {
+    /// The default certificate itself: PEM with the certificate, its chain and key (wins over the path and
+    /// directory settings).
+    #[arg(long, env = "DEFAULT_CERTIFICATE", hide_env_values = true)]
+    pub default_certificate: Option<String>,
+
     /// PEM file with the default certificate, its key and chain (served for unknown SNI, no SNI, and routes
     /// without a certificate). Unset: one is generated at start and its fingerprint logged.
     #[arg(long, env = "DEFAULT_CERTIFICATE_PATH")]
@@ -29,6 +38,19 @@ pub struct TlsArgs {
     /// Lowest TLS version offered to clients: `TLSv1.2` or `TLSv1.3`.
     #[arg(long, env = "SSL_MIN_VERSION", default_value = "TLSv1.2")]
     pub ssl_min_version: String,
+
+    /// Highest TLS version offered to clients: `TLSv1.2` or `TLSv1.3` (unset: TLS 1.3).
+    #[arg(long, env = "SSL_MAX_VERSION")]
+    pub ssl_max_version: Option<String>,
+
+    /// Key exchange groups, OpenSSL names separated by `:` in preference order (`X25519:P-256:P-384`); unset:
+    /// X25519, P-256, P-384.
+    #[arg(long, env = "ROUTER_CURVES")]
+    pub curves: Option<String>,
+
+    /// No default certificate for a name it does not carry, nor without SNI: such handshakes are refused.
+    #[arg(long, env = "ROUTER_STRICT_SNI", default_value_t = false, action = clap::ArgAction::Set)]
+    pub strict_sni: bool,
 
     /// TLS 1.2 cipher list: a profile name (`modern`, `intermediate`, `old`) or OpenSSL cipher names
     /// separated by `:`.
@@ -50,6 +72,16 @@ pub struct TlsArgs {
     /// PEM bundle of CAs that client certificates must chain to (with ROUTER_MUTUAL_TLS_AUTH).
     #[arg(long, env = "ROUTER_MUTUAL_TLS_AUTH_CA")]
     pub mutual_tls_auth_ca: Option<PathBuf>,
+
+    /// Regular expression the client certificate's subject (`/C=US/O=Acme/CN=client`) must match; requests
+    /// of other clients get 403 (with ROUTER_MUTUAL_TLS_AUTH).
+    #[arg(long, env = "ROUTER_MUTUAL_TLS_AUTH_FILTER")]
+    pub mutual_tls_auth_filter: Option<String>,
+
+    /// File of certificate revocation lists (PEM or DER) for client certificates, re-read when it changes.
+    /// Unset: the lists are fetched from the CRL distribution points the client CA certificates name.
+    #[arg(long, env = "ROUTER_MUTUAL_TLS_AUTH_CRL")]
+    pub mutual_tls_auth_crl: Option<PathBuf>,
 
     /// How long :443 waits for a complete ClientHello before closing the connection.
     #[arg(long, env = "ROUTER_INSPECT_DELAY", default_value = "5s", value_parser = parse_haproxy_duration)]
@@ -87,21 +119,45 @@ impl TlsArgs {
     /// The :443 TLS policy these settings ask for.
     pub fn policy(&self) -> Result<TlsPolicy, TlsPolicyError> {
         let min_version = MinVersion::parse(&self.ssl_min_version)?;
+        let max_version = MaxVersion::parse(self.ssl_max_version.as_deref().unwrap_or(""))?;
         let tls12_suites = tls12_suites(&self.ciphers)?;
         let tls13_suites = tls13_suites(self.ciphersuites.as_deref())?;
+        let kx_groups = kx_groups(self.curves.as_deref())?;
+        let client_subject_filter = subject_filter(self.mutual_tls_auth_filter.as_deref())?;
         let client_auth = match self.mutual_tls_auth {
             MutualTls::None => ClientAuth::None,
             MutualTls::Optional => ClientAuth::verified(false, self.mutual_tls_auth_ca.as_deref())?,
             MutualTls::Required => ClientAuth::verified(true, self.mutual_tls_auth_ca.as_deref())?,
         };
-        Ok(TlsPolicy {
+        let client_crl = match (&client_auth, self.mutual_tls_auth_ca.as_deref()) {
+            (ClientAuth::None, _) | (_, None) => {
+                if self.mutual_tls_auth_filter.is_some() || self.mutual_tls_auth_crl.is_some() {
+                    tracing::warn!("ROUTER_MUTUAL_TLS_AUTH_FILTER and _CRL apply only with ROUTER_MUTUAL_TLS_AUTH");
+                }
+                CrlSource::None
+            }
+            (_, Some(ca)) => {
+                let ca_certs = load_ca_certificates(ca).map_err(TlsPolicyError::ClientCa)?;
+                CrlSource::new(self.mutual_tls_auth_crl.as_deref(), &ca_certs)
+            }
+        };
+        let policy = TlsPolicy {
             min_version,
+            max_version,
             tls12_suites,
             tls13_suites,
+            kx_groups,
             client_auth,
+            client_crl,
+            client_subject_filter,
+            strict_sni: self.strict_sni,
             disable_http2: self.disable_http2,
             session_resumption: self.session_resumption,
-        })
+        };
+        if !policy.offers_tls12() && !policy.offers_tls13() {
+            return Err(TlsPolicyError::NoVersion);
+        }
+        Ok(policy)
     }
 }
 
@@ -164,5 +220,62 @@ mod tests {
             tls_policy(&["--mutual-tls-auth", "required", "--mutual-tls-auth-ca", missing]),
             Err(TlsPolicyError::ClientCa(_))
         ));
+    }
+
+    #[test]
+    fn max_version_curves_and_strict_sni() {
+        let policy = tls_policy(&["--ssl-max-version", "TLSv1.2", "--curves", "P-256:X25519", "--strict-sni", "true"]);
+        let policy = policy.unwrap();
+        assert_eq!(policy.max_version, MaxVersion::Tls12);
+        assert!(policy.offers_tls12() && !policy.offers_tls13());
+        assert_eq!(policy.kx_groups.unwrap().len(), 2);
+        assert!(policy.strict_sni);
+        assert!(matches!(tls_policy(&["--ssl-max-version", "TLSv1.1"]), Err(TlsPolicyError::MaxVersion(_))));
+        assert!(matches!(
+            tls_policy(&["--ssl-max-version", "TLSv1.2", "--ssl-min-version", "TLSv1.3"]),
+            Err(TlsPolicyError::NoVersion)
+        ));
+        assert!(matches!(
+            tls_policy(&["--ssl-max-version", "TLSv1.2", "--ciphers", "modern"]),
+            Err(TlsPolicyError::NoVersion)
+        ));
+        assert!(matches!(tls_policy(&["--curves", "X25519:bogus"]), Err(TlsPolicyError::UnknownName { .. })));
+        assert!(matches!(tls_policy(&["--ciphers", "bogus"]), Err(TlsPolicyError::UnknownName { .. })));
+    }
+
+    #[test]
+    fn subject_filter_and_crl_file_are_checked_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = crate::tls::test_pki::Pki::new();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, pki.ca.pem()).unwrap();
+        let ca = ca.to_str().unwrap();
+        let bad = tls_policy(&[
+            "--mutual-tls-auth",
+            "required",
+            "--mutual-tls-auth-ca",
+            ca,
+            "--mutual-tls-auth-filter",
+            "CN=(a",
+        ]);
+        assert!(matches!(bad, Err(TlsPolicyError::SubjectFilter { .. })));
+        let crl = dir.path().join("crl.pem");
+        std::fs::write(&crl, pki.crl(&[]).pem().unwrap()).unwrap();
+        let crl = crl.to_str().unwrap();
+        let args = [
+            "--mutual-tls-auth",
+            "optional",
+            "--mutual-tls-auth-ca",
+            ca,
+            "--mutual-tls-auth-filter",
+            "CN=a",
+            "--mutual-tls-auth-crl",
+            crl,
+        ];
+        let policy = tls_policy(&args).unwrap();
+        assert!(matches!(policy.client_crl, CrlSource::File(_)));
+        assert!(policy.client_subject_filter.unwrap().is_match("/O=x/CN=alice"));
+        let unused = tls_policy(&["--mutual-tls-auth-crl", crl]).unwrap();
+        assert_eq!(unused.client_crl, CrlSource::None, "no client certificates, no lists");
     }
 }

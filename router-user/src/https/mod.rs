@@ -2,6 +2,7 @@
 //! a `relay`) or TLS termination followed by the HTTP proxy.
 
 mod dispatch;
+mod forbidden;
 mod inspect;
 mod passthrough;
 mod setup;

@@ -1,6 +1,9 @@
 //! TLS termination of a :443 connection: the certificate for its SNI (a route's own, a wildcard route's, or
 //! the default), HTTP/2 offered only with a certificate exactly one route uses (a connection on a shared or
-//! default certificate must not be coalesced across hosts), then HTTP over the decrypted stream.
+//! default certificate must not be coalesced across hosts), then HTTP over the decrypted stream. With
+//! ROUTER_STRICT_SNI a name without a route certificate that the default one does not carry is refused in the
+//! handshake; with ROUTER_MUTUAL_TLS_AUTH_FILTER a client whose certificate subject does not match gets 403 for
+//! every request. A resumed session whose client certificate no longer verifies (revoked since) is closed.
 
 use std::net::SocketAddr;
 
@@ -9,12 +12,13 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
+use super::forbidden::serve_forbidden;
 use super::inspect::Inspected;
 use super::HttpsContext;
 use crate::listen::Prefixed;
 use crate::metrics::TlsFailureLabels;
 use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
-use crate::tls::client_cert_headers;
+use crate::tls::{client_cert_headers, client_subject};
 
 pub async fn serve(
     stream: TcpStream,
@@ -30,7 +34,11 @@ pub async fn serve(
         return;
     };
     let choice = certs.find(hello.server_name.as_deref());
-    let config = context.configs.for_connection(choice.key, choice.offer_h2);
+    let strict_refusal = !choice.own && !context.configs.serves_default_for(hello.server_name.as_deref());
+    let config = match strict_refusal {
+        true => context.configs.refusing(),
+        false => context.configs.for_connection(choice.key, choice.offer_h2),
+    };
     // rustls reads the ClientHello again from the bytes the inspection kept.
     let io = Prefixed::new(hello.buffered, stream);
     let handshake = tokio::time::timeout(context.timeouts.http_request, TlsAcceptor::from(config).accept(io));
@@ -38,7 +46,7 @@ pub async fn serve(
         Ok(Ok(tls)) => tls,
         Ok(Err(error)) => {
             debug!(%error, sni = ?hello.server_name, "TLS handshake failed");
-            fail("handshake");
+            fail(if strict_refusal { "strict_sni" } else { "handshake" });
             return;
         }
         Err(_) => {
@@ -48,6 +56,19 @@ pub async fn serve(
     };
     let session = tls.get_ref().1;
     let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
+    if !context.configs.client_still_valid(session) {
+        debug!("resumed session of a client certificate that no longer verifies (revoked since)");
+        fail("client_certificate_revoked");
+        return;
+    }
+    if let Some(filter) = context.configs.client_subject_filter() {
+        let subject = client_subject(session.peer_certificates());
+        if !subject.as_deref().is_some_and(|subject| filter.is_match(subject)) {
+            debug!(subject = ?subject, "client certificate subject does not match ROUTER_MUTUAL_TLS_AUTH_FILTER");
+            fail("client_subject_filter");
+            return serve_forbidden(tls, version, context.timeouts.http_request, shutdown).await;
+        }
+    }
     let mut state = ClientConnection::new(ConnectionInfo { client, local, proto: "https" });
     if context.client_cert_headers {
         state.tls_headers = client_cert_headers(session.peer_certificates());

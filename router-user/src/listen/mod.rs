@@ -4,11 +4,13 @@
 //! bytes read past the header replayed by `Prefixed`).
 
 mod accept;
+mod bind;
 mod client;
 mod prefixed;
 mod proxy_protocol;
 
 pub use accept::{accept_loop, stop_requested};
+pub use bind::{bind_listeners, listen_addresses, IpMode};
 pub use client::{client_of, ClientTimeouts};
 pub use prefixed::Prefixed;
 pub use proxy_protocol::{read_proxy_header, ProxyHeader, ProxyProtocolError};

@@ -2,7 +2,9 @@
 //! OpenShift's ingress-to-route controller uses: one route per rule host and path; `Exact` paths and rules
 //! without a host are skipped; a `*.example.com` host becomes `wildcard.example.com` with `wildcardPolicy:
 //! Subdomain`; a TLS entry covering the host makes the route edge-terminated with the secret's certificate
-//! (redirecting plain HTTP), and `route.openshift.io/termination` picks `edge`, `passthrough` or `reencrypt`.
+//! (redirecting plain HTTP), and `route.openshift.io/termination` picks `edge`, `passthrough` or `reencrypt`;
+//! a reencrypt route's `destinationCACertificate` is the `tls.crt` of the Secret that
+//! `route.openshift.io/destination-ca-certificate-secret` names (the route waits for that Secret).
 //! Only Ingresses without a class, or of class `openshift-default`, are this router's. Every source (manifest
 //! files, the Kubernetes API) puts its Ingresses in `Snapshot::ingresses` and runs `add_ingress_routes`, so an
 //! Ingress is served the same whichever source it came from.
@@ -20,6 +22,8 @@ use super::snapshot::{ObjectKey, Snapshot};
 
 /// The annotation choosing the TLS termination of routes made from an Ingress.
 pub const TERMINATION_ANNOTATION: &str = "route.openshift.io/termination";
+/// The annotation naming a Secret of the Ingress's namespace whose `tls.crt` verifies reencrypt pods.
+pub const DESTINATION_CA_ANNOTATION: &str = "route.openshift.io/destination-ca-certificate-secret";
 /// The Ingress class this router serves (besides Ingresses without one).
 pub const INGRESS_CLASS: &str = "openshift-default";
 const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
@@ -165,6 +169,12 @@ fn tls_config(
             let secret = snapshot.secrets.get(&ObjectKey::new(namespace, secret_name)).ok_or(())?;
             tls.certificate = Some(secret_text(secret, "tls.crt").ok_or(())?);
             tls.key = Some(secret_text(secret, "tls.key").ok_or(())?);
+        }
+    }
+    if termination == "reencrypt" {
+        if let Some(name) = ingress.annotations().get(DESTINATION_CA_ANNOTATION).filter(|n| !n.is_empty()) {
+            let secret = snapshot.secrets.get(&ObjectKey::new(namespace, name)).ok_or(())?;
+            tls.destination_ca_certificate = Some(secret_text(secret, "tls.crt").ok_or(())?);
         }
     }
     Ok(Some(tls))

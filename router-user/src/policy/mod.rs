@@ -42,6 +42,7 @@ pub const REWRITE_TARGET: &str = "haproxy.router.openshift.io/rewrite-target";
 pub const POD_CONCURRENT_CONNECTIONS: &str = "haproxy.router.openshift.io/pod-concurrent-connections";
 pub const HEALTH_CHECK_INTERVAL: &str = "router.openshift.io/haproxy.health.check.interval";
 pub const HSTS_HEADER: &str = "haproxy.router.openshift.io/hsts_header";
+pub const H1_ADJUST_CASE: &str = "haproxy.router.openshift.io/h1-adjust-case";
 
 /// Router-wide defaults that routes inherit.
 #[derive(Clone, Debug)]
@@ -96,6 +97,8 @@ pub struct RoutePolicy {
     pub health_check_interval: Duration,
     /// Strict-Transport-Security for responses on terminated TLS connections.
     pub hsts: Option<http::HeaderValue>,
+    /// `h1-adjust-case`: request header names to this route's pods follow ROUTER_H1_CASE_ADJUST.
+    pub h1_adjust_case: bool,
 }
 
 impl RoutePolicy {
@@ -214,6 +217,7 @@ impl RoutePolicy {
             pod_max_connections,
             health_check_interval,
             hsts,
+            h1_adjust_case: get(H1_ADJUST_CASE).is_some_and(is_true),
         };
         (policy, warnings)
     }

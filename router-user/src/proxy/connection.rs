@@ -16,6 +16,7 @@ use tracing::debug;
 use super::client_io::{ClientIo, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
+use super::header_case::{CaseAdjustedWrites, RequestMethods};
 use crate::listen::{stop_requested, ClientTimeouts};
 use crate::protection::RefusedConnection;
 
@@ -46,8 +47,15 @@ pub async fn serve_client<I>(
     // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
     // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
-    let service = service_fn(move |request| {
+    // ROUTER_H1_CASE_ADJUST: response heads to HTTP/1 clients get the listed names' case on the way out.
+    let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
+    let methods = case_map.as_ref().map(|_| Arc::new(RequestMethods::default()));
+    let service_methods = methods.clone();
+    let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+        if let Some(methods) = &service_methods {
+            methods.push(request.method() == http::Method::HEAD);
+        }
         async move {
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
             let mut in_flight = clock.request_started();
@@ -61,6 +69,7 @@ pub async fn serve_client<I>(
     });
     let result = match version {
         HttpVersion::Http1 => {
+            let io = CaseAdjustedWrites::new(io, case_map, methods.unwrap_or_default());
             // ClientIo times the request head (ROUTER_SLOWLORIS_TIMEOUT): no second timer from hyper.
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())

@@ -22,7 +22,9 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
+use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
+use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
@@ -55,11 +57,22 @@ pub struct ProxyOptions {
     /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
     /// request is refused with 431 before it is routed (see `config::LimitArgs`).
     pub request_head_limit: usize,
+    /// ROUTER_ENABLE_COMPRESSION: gzip the listed types (ROUTER_COMPRESSION_MIME) for clients that take it.
+    pub compression: Option<Arc<ResponseCompression>>,
+    /// ROUTER_H1_CASE_ADJUST: header names written in these cases on HTTP/1 (responses to every client,
+    /// requests to the pods of routes annotated `h1-adjust-case`).
+    pub h1_case_adjust: Option<Arc<HeaderCaseMap>>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
-        Self { error_503: None, queue_timeout: Duration::ZERO, request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT }
+        Self {
+            error_503: None,
+            queue_timeout: Duration::ZERO,
+            request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
+            compression: None,
+            h1_case_adjust: None,
+        }
     }
 }
 
@@ -108,6 +121,11 @@ impl HttpProxy {
         Ok(response)
     }
 
+    /// See [`ProxyOptions::h1_case_adjust`].
+    pub fn h1_case_adjust(&self) -> Option<Arc<HeaderCaseMap>> {
+        self.options.h1_case_adjust.clone()
+    }
+
     /// See [`ProxyOptions::request_head_limit`].
     pub fn request_head_limit(&self) -> usize {
         self.options.request_head_limit
@@ -153,6 +171,10 @@ impl HttpProxy {
                 let upgrade = is_upgrade(request.headers());
                 let trailers = wants_trailers(&request);
                 let h2 = request.version() == Version::HTTP_2;
+                let gzip = self.client_takes_gzip(&request);
+                if let (true, Some(map)) = (backend.policy.h1_adjust_case, &self.options.h1_case_adjust) {
+                    request.extensions_mut().insert(AdjustedCase(map.clone()));
+                }
                 let headers = request.headers_mut();
                 rewrite_headers(headers, upgrade, &connection.info, &lowered, &backend.policy);
                 for (name, value) in &connection.tls_headers {
@@ -174,7 +196,7 @@ impl HttpProxy {
                         if let Some(Ok(Some(uri))) = rewritten {
                             *request.uri_mut() = uri;
                         }
-                        self.forward(&backend, connection, request).await
+                        self.forward(&backend, connection, request, gzip).await
                     }
                 }
             }
@@ -198,6 +220,7 @@ impl HttpProxy {
         backend: &Arc<Backend>,
         connection: &ClientConnection,
         mut request: Request<Incoming>,
+        gzip: bool,
     ) -> Response<ProxyBody> {
         let client = connection.info.client.ip();
         let client_upgrade: Option<OnUpgrade> = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
@@ -238,7 +261,7 @@ impl HttpProxy {
         };
         match attempts.run(&mut trial).await {
             Ok((lease, response)) => {
-                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
+                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -258,6 +281,7 @@ impl HttpProxy {
         lease: EndpointLease,
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
+        gzip: bool,
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -266,9 +290,11 @@ impl HttpProxy {
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
                 tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
-                return response.map(|body| Either::Left(LeasedBody::new(body, None)));
+                return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None))));
             }
         }
+        // Decided on the pod's headers, before the response header actions (HAProxy's filter order).
+        let compress = gzip && self.compress_response(&mut response);
         let headers = response.headers_mut();
         strip_hop_by_hop(headers, false);
         if let Some(cookie) = &backend.policy.cookie {
@@ -278,7 +304,35 @@ impl HttpProxy {
             }
         }
         header_actions::apply(&backend.policy.response_headers, headers);
-        response.map(|body| Either::Left(LeasedBody::new(body, Some(lease))))
+        response.map(|body| {
+            let body = LeasedBody::new(body, Some(lease));
+            Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
+        })
+    }
+
+    /// The request side of ROUTER_ENABLE_COMPRESSION (see `compression`).
+    fn client_takes_gzip(&self, request: &Request<Incoming>) -> bool {
+        let compression = self.options.compression.as_deref();
+        compression.is_some_and(|c| c.client_accepts(request.method(), request.version(), request.headers()))
+    }
+
+    /// The response side: true when the body is to be gzipped (its headers are then rewritten for it).
+    fn compress_response(&self, response: &mut Response<PodResponseBody>) -> bool {
+        let Some(compression) = self.options.compression.as_deref() else { return false };
+        let status = response.status();
+        let headers = response.headers();
+        // hyper's client bodies (h2c, reencrypt) end by their framing; the router's HTTP/1.1 client's only
+        // with a Content-Length or chunked coding, not when the pod closes the connection.
+        let delimited = matches!(response.body(), Either::Left(_))
+            || headers.contains_key(header::CONTENT_LENGTH)
+            || headers.get_all(header::TRANSFER_ENCODING).iter().next_back().is_some_and(|coding| {
+                coding
+                    .as_bytes()
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+            });
+        compression.compress_response(status, response.headers_mut(), delimited)
     }
 }
 

@@ -3,18 +3,20 @@
 //! router's own answers for failures. Accepting connections is `listen`'s job; an upgraded exchange's bytes
 //! go to `relay`'s tunnel.
 
-// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, and its body on the way
-// to a pod.
+// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, its body on the way
+// to a pod, and the case of header names written on HTTP/1 (ROUTER_H1_CASE_ADJUST).
 mod client_body;
 mod client_io;
 mod coalesced_writes;
 mod connection;
 mod handler;
+mod header_case;
 mod listener;
 mod upgrade;
 
 // The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,
-// the router's own answers.
+// response compression (ROUTER_ENABLE_COMPRESSION), the router's own answers.
+mod compression;
 mod forwarded;
 mod headers;
 mod request_host;
@@ -29,9 +31,11 @@ mod pod;
 mod request_trial;
 mod upstream;
 
+pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
+pub use header_case::{HeaderCaseMap, InvalidHeaderName};
 pub use listener::serve_http;
 pub use response::{ErrorFile, ProxyBody};
 pub use upstream::{Upstream, Via};

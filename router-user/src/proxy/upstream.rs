@@ -110,7 +110,8 @@ impl Upstream {
             None => Either::Right(Empty::new()),
         };
         let mut request = Request::from_parts(parts.clone(), body);
-        *request.uri_mut() = upstream_uri(addr, &parts.uri);
+        let scheme = if matches!(via, Via::Reencrypt(_)) { "https" } else { "http" };
+        *request.uri_mut() = upstream_uri(scheme, addr, &parts.uri);
         *request.version_mut() = if matches!(via, Via::H2c) { Version::HTTP_2 } else { Version::HTTP_11 };
         let sent = match via {
             Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.request(request)).await,
@@ -125,8 +126,10 @@ impl Upstream {
     }
 }
 
-fn upstream_uri(addr: SocketAddr, original: &Uri) -> Uri {
+/// `<scheme>://<pod>/<path>`: HTTP/1.1 sends the path alone, HTTP/2 the scheme and pod as `:scheme` and
+/// `:authority` (`https` over reencrypt TLS).
+fn upstream_uri(scheme: &str, addr: SocketAddr, original: &Uri) -> Uri {
     let path = original.path_and_query().map_or("/", |pq| pq.as_str());
     // An IP, a port and an already-parsed path always form a valid URI; fall back to the pod root if not.
-    format!("http://{addr}{path}").parse().unwrap_or_else(|_| Uri::from_static("/"))
+    format!("{scheme}://{addr}{path}").parse().unwrap_or_else(|_| Uri::from_static("/"))
 }

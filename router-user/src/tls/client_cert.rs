@@ -64,6 +64,14 @@ pub fn client_cert_headers(peer: Option<&[CertificateDer<'static>]>) -> Vec<(Hea
     headers
 }
 
+/// The subject of the client's certificate as HAProxy's `ssl_c_s_dn` gives it (`/C=US/O=Acme/CN=client`);
+/// `None` without a certificate (or one that does not parse).
+pub fn client_subject(peer: Option<&[CertificateDer<'static>]>) -> Option<String> {
+    let leaf = peer.and_then(<[_]>::first)?;
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf).ok()?;
+    Some(String::from_utf8_lossy(&one_line(cert.subject())).into_owned())
+}
+
 /// `"value"` as HAProxy's `%{+Q}` writes it (no escaping inside); bytes a header cannot carry become `?`.
 fn quote(value: &[u8]) -> HeaderValue {
     let mut out = Vec::with_capacity(value.len() + 2);

@@ -1,6 +1,7 @@
 //! The default certificate: served for connections without SNI, for unknown names and for routes without their
-//! own certificate. It comes from DEFAULT_CERTIFICATE_PATH (one PEM file with certificate, chain and key), else
-//! DEFAULT_CERTIFICATE_DIR (`tls.crt` and `tls.key`, a mounted Secret), else it is generated at start.
+//! own certificate. It comes from DEFAULT_CERTIFICATE (the PEM itself: certificate, chain and key), else
+//! DEFAULT_CERTIFICATE_PATH (one PEM file with the same), else DEFAULT_CERTIFICATE_DIR (`tls.crt` and `tls.key`,
+//! a mounted Secret), else it is generated at start; that is the OpenShift router's order.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,19 +20,29 @@ pub const GENERATED_NAME: &str = "router-default.local";
 
 /// The default certificate from `path`, else from `dir`, else a generated one.
 pub fn default_certificate(path: Option<&Path>, dir: Option<&Path>) -> Result<Arc<CertifiedKey>, CertError> {
-    let key = match (path, dir) {
-        (Some(path), _) => {
+    default_certificate_from(None, path, dir)
+}
+
+/// The default certificate from `contents` (DEFAULT_CERTIFICATE), else as [`default_certificate`] finds it.
+pub fn default_certificate_from(
+    contents: Option<&str>,
+    path: Option<&Path>,
+    dir: Option<&Path>,
+) -> Result<Arc<CertifiedKey>, CertError> {
+    let key = match (contents.filter(|c| !c.trim().is_empty()), path, dir) {
+        (Some(text), _, _) => from_pem(Path::new("DEFAULT_CERTIFICATE"), text, text)?,
+        (None, Some(path), _) => {
             let text = read(path)?;
             from_pem(path, &text, &text)?
         }
-        (None, Some(dir)) => {
+        (None, None, Some(dir)) => {
             let cert_path = dir.join("tls.crt");
             let key_path = dir.join("tls.key");
             let key = from_pem(&cert_path, &read(&cert_path)?, &read(&key_path)?)?;
             tracing::info!(dir = %dir.display(), "default certificate loaded");
             key
         }
-        (None, None) => generate()?,
+        (None, None, None) => generate()?,
     };
     if let Some(leaf) = key.cert.first() {
         tracing::info!(sha256 = %fingerprint(leaf), "default certificate");
@@ -129,6 +140,22 @@ mod tests {
         std::fs::write(&file, format!("{}{}", b.cert_pem(), b.key_pem())).unwrap();
         let key = default_certificate(Some(&file), Some(dir.path())).unwrap();
         assert_eq!(key.cert, vec![b.cert.der().clone()]);
+    }
+
+    #[test]
+    fn the_pem_in_default_certificate_wins() {
+        let a = test_pki::self_signed("a.example.com");
+        let b = test_pki::self_signed("b.example.com");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("b.pem");
+        std::fs::write(&file, format!("{}{}", b.cert_pem(), b.key_pem())).unwrap();
+        let text = format!("{}{}", a.cert_pem(), a.key_pem());
+        let key = default_certificate_from(Some(&text), Some(&file), None).unwrap();
+        assert_eq!(key.cert, vec![a.cert.der().clone()]);
+        let key = default_certificate_from(Some(""), Some(&file), None).unwrap();
+        assert_eq!(key.cert, vec![b.cert.der().clone()], "empty: not set");
+        let err = default_certificate_from(Some(&a.cert_pem()), None, None).unwrap_err().to_string();
+        assert!(err.contains("DEFAULT_CERTIFICATE") && err.contains("no private key found"), "{err}");
     }
 
     #[test]

@@ -1,20 +1,26 @@
 //! Certificates and rustls configurations: route certificates checked like the OpenShift router's extended
 //! validation, the default certificate, the per-table certificate store that :443 serves from, the server
-//! configurations (versions, ciphers, ALPN, client certificates), and reencrypt: the client configurations
-//! and each route's pool of TLS connections to its pods.
+//! configurations (versions, ciphers, key exchange groups, ALPN, strict SNI, client certificates with their
+//! subject filter and revocation lists), and reencrypt: the client configurations and each route's pool of TLS
+//! connections to its pods.
 
 mod cert_cache;
 mod cert_error;
 mod certs;
 mod ciphers;
 mod client_cert;
+mod client_verifier;
+mod crl;
+mod curves;
 mod default_cert;
+mod openssl_names;
 mod pem;
 mod pod_verifier;
 mod policy;
 mod reencrypt_pool;
 mod server_config;
 mod store;
+mod strict_sni;
 #[cfg(test)]
 pub(crate) mod test_pki;
 mod upstream_config;
@@ -24,10 +30,12 @@ pub use cert_cache::CertCache;
 pub use cert_error::{CertError, TlsField, EXTENDED_VALIDATION_FAILED};
 pub use certs::{destination_ca, route_certificate};
 pub use ciphers::{tls12_suites, tls13_suites};
-pub use client_cert::client_cert_headers;
-pub use default_cert::{default_certificate, fingerprint};
-pub use policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+pub use client_cert::{client_cert_headers, client_subject};
+pub use crl::CrlSource;
+pub use curves::kx_groups;
+pub use default_cert::{default_certificate, default_certificate_from, fingerprint};
+pub use policy::{subject_filter, ClientAuth, MaxVersion, MinVersion, TlsPolicy, TlsPolicyError};
 pub use reencrypt_pool::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
 pub use server_config::ServerConfigs;
 pub use store::{CertChoice, CertStore, CertStoreBuilder};
-pub use upstream_config::{load_ca_bundle, reencrypt_tls, ReencryptTls, Verification};
+pub use upstream_config::{load_ca_bundle, load_ca_certificates, reencrypt_tls, ReencryptTls, Verification};

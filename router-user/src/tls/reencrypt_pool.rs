@@ -1,15 +1,19 @@
 //! Reencrypt: TLS from the router to the pods of one route, with that route's verification (see
-//! `reencrypt_tls`), over a pooled keep-alive client of its own. The route table keeps one per route, so
-//! that its connections outlive table rebuilds; the proxy sends requests through it.
+//! `reencrypt_tls`), over pooled keep-alive clients of its own. The route table keeps one per route, so that
+//! its connections outlive table rebuilds; the proxy sends requests through it. ALPN offers `h2, http/1.1`;
+//! a connection on which the pod picked `h2` carries requests as HTTP/2 streams (gRPC, with trailers), any
+//! other as HTTP/1.1. An upgrade request (WebSocket) goes over a second pool offering `http/1.1` only, since
+//! HTTP/2 has no `Upgrade`.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Uri};
+use http::{header, Method, Request, Uri};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{Either, Empty};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
@@ -30,7 +34,10 @@ pub const POD_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// One reencrypt route's way to its pods.
 pub struct ReencryptUpstream {
+    /// ALPN `h2, http/1.1`: HTTP/2 when the pod picks it.
     client: Client<PodTlsConnector, UpstreamBody>,
+    /// ALPN `http/1.1` only: for upgrades.
+    http1: Client<PodTlsConnector, UpstreamBody>,
 }
 
 impl std::fmt::Debug for ReencryptUpstream {
@@ -47,20 +54,34 @@ impl ReencryptUpstream {
         let mut tcp = HttpConnector::new();
         tcp.set_connect_timeout(Some(connect_timeout));
         tcp.set_nodelay(true);
-        let connector =
-            PodTlsConnector { tcp, tls: tokio_rustls::TlsConnector::from(tls.config), name: tls.server_name };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .set_host(false)
-            .build(connector);
-        Self { client }
+        // The pod's URI says https (HTTP/2's :scheme); the connector speaks TCP and this one adds TLS.
+        tcp.enforce_http(false);
+        let mut http1_config = (*tls.config).clone();
+        http1_config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let connector = |config| PodTlsConnector {
+            tcp: tcp.clone(),
+            tls: tokio_rustls::TlsConnector::from(config),
+            name: tls.server_name.clone(),
+        };
+        let client = |connector| {
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
+                .pool_timer(TokioTimer::new())
+                .timer(TokioTimer::new())
+                .set_host(false)
+                .build(connector)
+        };
+        Self { client: client(connector(Arc::clone(&tls.config))), http1: client(connector(Arc::new(http1_config))) }
     }
 
-    /// Sends `request` (its URI naming the pod) on a pooled TLS connection, or a new one.
+    /// Sends `request` (its URI naming the pod) on a pooled TLS connection, or a new one: an upgrade request on
+    /// an HTTP/1.1 one, any other on whatever the pod picked.
     pub fn request(&self, request: Request<UpstreamBody>) -> ResponseFuture {
-        self.client.request(request)
+        let upgrade = request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT;
+        match upgrade {
+            true => self.http1.request(request),
+            false => self.client.request(request),
+        }
     }
 }
 
@@ -97,7 +118,10 @@ pub struct PodTls(tokio_rustls::client::TlsStream<TcpStream>);
 
 impl Connection for PodTls {
     fn connected(&self) -> Connected {
-        Connected::new()
+        match self.0.get_ref().1.alpn_protocol() {
+            Some(b"h2") => Connected::new().negotiated_h2(),
+            _ => Connected::new(),
+        }
     }
 }
 

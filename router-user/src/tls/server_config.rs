@@ -4,6 +4,9 @@
 //! the [`super::CertStore`] by SNI before the handshake) and its ALPN list: `h2, http/1.1` for a certificate
 //! exactly one route uses unless ROUTER_DISABLE_HTTP2, else `http/1.1` only (the OpenShift router offers no h2
 //! on the default certificate nor on a shared one, so browsers do not coalesce connections across routes).
+//! With ROUTER_STRICT_SNI a connection for a name no route certificate and not the default certificate covers
+//! (or without SNI) gets the base configuration, which has no certificate: rustls refuses the handshake.
+//! The server's suite order is used, not the client's.
 
 use std::sync::Arc;
 
@@ -11,28 +14,48 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{ServerConfig, SupportedProtocolVersion};
+use rustls::{HandshakeKind, ServerConfig, ServerConnection, SupportedProtocolVersion};
+use rustls_pki_types::UnixTime;
 
+use super::client_verifier::SwappableVerifier;
+use super::crl::{spawn_refresh, CrlSource};
 use super::policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+use super::strict_sni::CertificateNames;
 
 /// Sessions kept for TLS 1.2 session-id resumption (HAProxy's `tune.ssl.cachesize` default).
 const SESSION_CACHE_SIZE: usize = 20_000;
 
 pub struct ServerConfigs {
     base: ServerConfig,
+    /// `base` as it is: no certificate, so the handshake is refused (strict SNI).
+    refusing: Arc<ServerConfig>,
     disable_http2: bool,
+    /// With ROUTER_STRICT_SNI: the names the default certificate may be served for.
+    strict_sni: Option<CertificateNames>,
+    client_subject_filter: Option<regex::Regex>,
+    /// With client certificates: the verifier whose revocation lists change, and where they come from.
+    client_verifier: Option<(Arc<SwappableVerifier>, CrlSource)>,
 }
 
 impl ServerConfigs {
-    pub fn new(policy: &TlsPolicy) -> Result<ServerConfigs, TlsPolicyError> {
+    /// The configurations of `policy`; `default_key` is the default certificate (strict SNI serves it only for
+    /// the names it carries).
+    pub fn new(policy: &TlsPolicy, default_key: &CertifiedKey) -> Result<ServerConfigs, TlsPolicyError> {
         let provider = Arc::new(provider(policy));
-        let versions: Vec<&'static SupportedProtocolVersion> = match policy.offers_tls12() {
-            true => vec![&rustls::version::TLS13, &rustls::version::TLS12],
-            false => vec![&rustls::version::TLS13],
+        let versions: Vec<&'static SupportedProtocolVersion> = match (policy.offers_tls13(), policy.offers_tls12()) {
+            (true, true) => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+            (true, false) => vec![&rustls::version::TLS13],
+            (false, true) => vec![&rustls::version::TLS12],
+            (false, false) => return Err(TlsPolicyError::NoVersion),
+        };
+        let swappable = swappable_verifier(&policy.client_auth, &provider, &policy.client_crl)?;
+        let verifier: Arc<dyn ClientCertVerifier> = match &swappable {
+            Some(swappable) => Arc::clone(swappable) as Arc<dyn ClientCertVerifier>,
+            None => WebPkiClientVerifier::no_client_auth(),
         };
         let mut base = ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&versions)?
-            .with_client_cert_verifier(client_verifier(&policy.client_auth, &provider)?)
+            .with_client_cert_verifier(verifier)
             .with_cert_resolver(Arc::new(NoCertificate));
         if policy.session_resumption {
             base.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
@@ -41,8 +64,60 @@ impl ServerConfigs {
             base.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
             base.send_tls13_tickets = 0;
         }
+        // The server's suite order wins, as HAProxy's default (`prefer-server-ciphers`) has it; testssl.sh flags a
+        // server without a cipher order.
+        base.ignore_client_order = true;
         base.alpn_protocols = http11();
-        Ok(ServerConfigs { base, disable_http2: policy.disable_http2 })
+        let client_auth = !matches!(policy.client_auth, ClientAuth::None);
+        Ok(ServerConfigs {
+            refusing: Arc::new(base.clone()),
+            base,
+            disable_http2: policy.disable_http2,
+            strict_sni: policy.strict_sni.then(|| CertificateNames::of(default_key)),
+            client_subject_filter: policy.client_subject_filter.clone().filter(|_| client_auth),
+            client_verifier: swappable.map(|v| (v, policy.client_crl.clone())),
+        })
+    }
+
+    /// Starts keeping the client certificates' revocation lists current (a file re-read when it changes, or
+    /// the distribution points fetched again); the task ends when these configurations are dropped.
+    pub fn spawn_crl_refresh(&self) {
+        if let Some((verifier, source)) = &self.client_verifier {
+            spawn_refresh(source.clone(), Arc::downgrade(verifier));
+        }
+    }
+
+    /// Whether a connection for `sni` that found no route certificate may get the default certificate: always,
+    /// unless ROUTER_STRICT_SNI, then only for a name the default certificate carries.
+    pub fn serves_default_for(&self, sni: Option<&str>) -> bool {
+        match &self.strict_sni {
+            None => true,
+            Some(names) => sni.is_some_and(|name| names.covers(name)),
+        }
+    }
+
+    /// The configuration of a connection refused for want of a certificate (strict SNI).
+    pub fn refusing(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.refusing)
+    }
+
+    /// Whether the client certificate of `connection` still verifies: a resumed session skips verification, so
+    /// one whose certificate has been revoked since (newer lists) is caught here. Always true for a full
+    /// handshake (just verified) and without client certificates.
+    pub fn client_still_valid(&self, connection: &ServerConnection) -> bool {
+        let Some((verifier, _)) = &self.client_verifier else { return true };
+        if connection.handshake_kind() != Some(HandshakeKind::Resumed) {
+            return true;
+        }
+        let Some((leaf, intermediates)) = connection.peer_certificates().and_then(<[_]>::split_first) else {
+            return true;
+        };
+        verifier.verify_client_cert(leaf, intermediates, UnixTime::now()).is_ok()
+    }
+
+    /// ROUTER_MUTUAL_TLS_AUTH_FILTER, when client certificates are asked for.
+    pub fn client_subject_filter(&self) -> Option<&regex::Regex> {
+        self.client_subject_filter.as_ref()
     }
 
     /// The configuration of one connection served with `key`; `offer_h2` when exactly one route uses `key`.
@@ -67,25 +142,27 @@ fn provider(policy: &TlsPolicy) -> CryptoProvider {
     if policy.min_version == MinVersion::Tls12 {
         cipher_suites.extend(policy.tls12_suites.iter().copied());
     }
-    CryptoProvider { cipher_suites, ..rustls::crypto::ring::default_provider() }
+    let default = rustls::crypto::ring::default_provider();
+    let kx_groups = policy.kx_groups.clone().unwrap_or(default.kx_groups.clone());
+    CryptoProvider { cipher_suites, kx_groups, ..default }
 }
 
-fn client_verifier(
+fn swappable_verifier(
     auth: &ClientAuth,
     provider: &Arc<CryptoProvider>,
-) -> Result<Arc<dyn ClientCertVerifier>, TlsPolicyError> {
-    let built = match auth {
-        ClientAuth::None => return Ok(WebPkiClientVerifier::no_client_auth()),
-        ClientAuth::Optional(roots) => {
-            WebPkiClientVerifier::builder_with_provider(Arc::clone(roots), Arc::clone(provider))
-                .allow_unauthenticated()
-                .build()
-        }
-        ClientAuth::Required(roots) => {
-            WebPkiClientVerifier::builder_with_provider(Arc::clone(roots), Arc::clone(provider)).build()
-        }
+    crl: &CrlSource,
+) -> Result<Option<Arc<SwappableVerifier>>, TlsPolicyError> {
+    let (roots, required) = match auth {
+        ClientAuth::None => return Ok(None),
+        ClientAuth::Optional(roots) => (roots, false),
+        ClientAuth::Required(roots) => (roots, true),
     };
-    built.map_err(|e| TlsPolicyError::ClientVerifier(e.to_string()))
+    let verifier =
+        SwappableVerifier::new(Arc::clone(roots), required, Arc::clone(provider), crl).map_err(|e| match crl {
+            CrlSource::File(_) => TlsPolicyError::Crl(e),
+            _ => TlsPolicyError::ClientVerifier(e),
+        })?;
+    Ok(Some(Arc::new(verifier)))
 }
 
 /// The base configuration's resolver: no certificate (every connection replaces it).
@@ -114,8 +191,9 @@ mod tests {
     use super::*;
     use crate::tls::certs::certified_key;
     use crate::tls::ciphers::{tls12_suites, tls13_suites};
+    use crate::tls::policy::MaxVersion;
     use crate::tls::test_pki::{Leaf, Pki};
-    use rustls::{ClientConfig, HandshakeKind, RootCertStore};
+    use rustls::{ClientConfig, RootCertStore};
     use rustls_pki_types::{PrivateKeyDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -124,9 +202,14 @@ mod tests {
     fn default_policy() -> TlsPolicy {
         TlsPolicy {
             min_version: MinVersion::Tls12,
+            max_version: MaxVersion::Tls13,
             tls12_suites: tls12_suites("intermediate").unwrap(),
             tls13_suites: tls13_suites(None).unwrap(),
+            kx_groups: None,
             client_auth: ClientAuth::None,
+            client_crl: CrlSource::None,
+            client_subject_filter: None,
+            strict_sni: false,
             disable_http2: false,
             session_resumption: true,
         }
@@ -208,7 +291,7 @@ mod tests {
     #[tokio::test]
     async fn alpn_offers_h2_only_for_own_certificates_and_not_when_disabled() {
         let s = setup();
-        let configs = ServerConfigs::new(&default_policy()).unwrap();
+        let configs = ServerConfigs::new(&default_policy(), &s.key).unwrap();
         let client = client(&s.pki, &[&rustls::version::TLS13], None);
         let own = handshake(configs.for_connection(Arc::clone(&s.key), true), Arc::clone(&client)).await.unwrap();
         assert_eq!(own.alpn.as_deref(), Some(&b"h2"[..]));
@@ -216,7 +299,7 @@ mod tests {
         assert_eq!(default.alpn.as_deref(), Some(&b"http/1.1"[..]));
 
         let no_h2 = TlsPolicy { disable_http2: true, ..default_policy() };
-        let configs = ServerConfigs::new(&no_h2).unwrap();
+        let configs = ServerConfigs::new(&no_h2, &s.key).unwrap();
         let out = handshake(configs.for_connection(Arc::clone(&s.key), true), client).await.unwrap();
         assert_eq!(out.alpn.as_deref(), Some(&b"http/1.1"[..]));
     }
@@ -225,11 +308,11 @@ mod tests {
     async fn min_version_13_refuses_a_tls12_only_client() {
         let s = setup();
         let tls12_client = client(&s.pki, &[&rustls::version::TLS12], None);
-        let configs = ServerConfigs::new(&default_policy()).unwrap();
+        let configs = ServerConfigs::new(&default_policy(), &s.key).unwrap();
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), Arc::clone(&tls12_client)).await.is_ok());
 
         let tls13 = TlsPolicy { min_version: MinVersion::Tls13, ..default_policy() };
-        let configs = ServerConfigs::new(&tls13).unwrap();
+        let configs = ServerConfigs::new(&tls13, &s.key).unwrap();
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), tls12_client).await.is_err());
     }
 
@@ -239,7 +322,7 @@ mod tests {
         // The test certificate is ECDSA: an RSA-only suite list leaves nothing usable for it.
         let rsa_only =
             TlsPolicy { tls12_suites: tls12_suites("ECDHE-RSA-AES128-GCM-SHA256").unwrap(), ..default_policy() };
-        let configs = ServerConfigs::new(&rsa_only).unwrap();
+        let configs = ServerConfigs::new(&rsa_only, &s.key).unwrap();
         let tls12_client = client(&s.pki, &[&rustls::version::TLS12], None);
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), tls12_client).await.is_err());
     }
@@ -247,7 +330,7 @@ mod tests {
     #[tokio::test]
     async fn sessions_resume_across_connections_for_tls13_and_tls12() {
         let s = setup();
-        let configs = ServerConfigs::new(&default_policy()).unwrap();
+        let configs = ServerConfigs::new(&default_policy(), &s.key).unwrap();
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = client(&s.pki, &[version], None);
             let first = handshake(configs.for_connection(Arc::clone(&s.key), true), Arc::clone(&client)).await.unwrap();
@@ -261,7 +344,7 @@ mod tests {
     async fn without_resumption_every_handshake_is_full() {
         let s = setup();
         let policy = TlsPolicy { session_resumption: false, ..default_policy() };
-        let configs = ServerConfigs::new(&policy).unwrap();
+        let configs = ServerConfigs::new(&policy, &s.key).unwrap();
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = client(&s.pki, &[version], None);
             for _ in 0..2 {
@@ -280,7 +363,7 @@ mod tests {
         let clients = Pki::named("Client CA");
         std::fs::write(&ca_path, clients.ca.pem()).unwrap();
         let policy = TlsPolicy { client_auth: ClientAuth::verified(true, Some(&ca_path)).unwrap(), ..default_policy() };
-        let configs = ServerConfigs::new(&policy).unwrap();
+        let configs = ServerConfigs::new(&policy, &s.key).unwrap();
 
         let anonymous = client(&s.pki, &[&rustls::version::TLS13], None);
         assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), anonymous).await.is_err());
@@ -301,9 +384,136 @@ mod tests {
         std::fs::write(&ca_path, Pki::named("Client CA").ca.pem()).unwrap();
         let policy =
             TlsPolicy { client_auth: ClientAuth::verified(false, Some(&ca_path)).unwrap(), ..default_policy() };
-        let configs = ServerConfigs::new(&policy).unwrap();
+        let configs = ServerConfigs::new(&policy, &s.key).unwrap();
         let anonymous = client(&s.pki, &[&rustls::version::TLS13], None);
         let out = handshake(configs.for_connection(Arc::clone(&s.key), false), anonymous).await.unwrap();
         assert_eq!(out.peer_certs, 0);
+    }
+
+    #[tokio::test]
+    async fn revoked_client_certificates_are_refused_and_new_lists_apply() {
+        let s = setup();
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Pki::named("Client CA");
+        let ca_path = dir.path().join("clients.pem");
+        std::fs::write(&ca_path, clients.ca.pem()).unwrap();
+        let (good, revoked) = (clients.leaf("good"), clients.leaf("revoked"));
+        let crl_path = dir.path().join("crl.pem");
+        std::fs::write(&crl_path, clients.crl(&[&revoked]).pem().unwrap()).unwrap();
+        let policy = TlsPolicy {
+            client_auth: ClientAuth::verified(true, Some(&ca_path)).unwrap(),
+            client_crl: CrlSource::File(crl_path),
+            ..default_policy()
+        };
+        let configs = ServerConfigs::new(&policy, &s.key).unwrap();
+        let connect = |leaf: &Leaf| {
+            handshake(
+                configs.for_connection(Arc::clone(&s.key), false),
+                client(&s.pki, &[&rustls::version::TLS13], Some(leaf)),
+            )
+        };
+        assert!(connect(&good).await.is_ok());
+        assert!(connect(&revoked).await.is_err(), "revoked");
+
+        let (verifier, _) = configs.client_verifier.as_ref().unwrap();
+        verifier.use_crls(vec![clients.crl(&[]).der().clone()]).unwrap();
+        assert!(connect(&revoked).await.is_ok(), "a list that no longer revokes it");
+        // A list from another CA says nothing about these certificates: their status is unknown, refused.
+        verifier.use_crls(vec![Pki::named("Other CA").crl(&[]).der().clone()]).unwrap();
+        assert!(connect(&good).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_resumed_session_of_a_since_revoked_certificate_is_caught() {
+        let s = setup();
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Pki::named("Client CA");
+        let ca_path = dir.path().join("clients.pem");
+        std::fs::write(&ca_path, clients.ca.pem()).unwrap();
+        let crl_path = dir.path().join("crl.pem");
+        std::fs::write(&crl_path, clients.crl(&[]).pem().unwrap()).unwrap();
+        let policy = TlsPolicy {
+            client_auth: ClientAuth::verified(true, Some(&ca_path)).unwrap(),
+            client_crl: CrlSource::File(crl_path),
+            ..default_policy()
+        };
+        let configs = Arc::new(ServerConfigs::new(&policy, &s.key).unwrap());
+        let leaf = clients.leaf("client");
+        let client = client(&s.pki, &[&rustls::version::TLS13], Some(&leaf));
+        let key = &s.key;
+        let checked = |configs: Arc<ServerConfigs>, client: Arc<ClientConfig>| async move {
+            let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+            let server_config = configs.for_connection(Arc::clone(key), false);
+            let server = tokio::spawn(async move {
+                let mut stream = tokio_rustls::TlsAcceptor::from(server_config).accept(server_io).await.unwrap();
+                let (_, conn) = stream.get_ref();
+                let verdict = (conn.handshake_kind(), configs.client_still_valid(conn));
+                stream.write_all(b"x").await.unwrap();
+                stream.shutdown().await.unwrap();
+                verdict
+            });
+            let name = ServerName::try_from("a.example.com").unwrap();
+            let mut stream = tokio_rustls::TlsConnector::from(client).connect(name, client_io).await.unwrap();
+            let mut buf = Vec::new();
+            stream.read_to_end(&mut buf).await.unwrap();
+            server.await.unwrap()
+        };
+        let first = checked(Arc::clone(&configs), Arc::clone(&client)).await;
+        assert_eq!(first, (Some(HandshakeKind::Full), true));
+        configs.client_verifier.as_ref().unwrap().0.use_crls(vec![clients.crl(&[&leaf]).der().clone()]).unwrap();
+        let resumed = checked(Arc::clone(&configs), client).await;
+        assert_eq!(resumed, (Some(HandshakeKind::Resumed), false), "resumed, and refused after the check");
+    }
+
+    #[tokio::test]
+    async fn client_certificates_wait_for_lists_from_distribution_points() {
+        let s = setup();
+        let dir = tempfile::tempdir().unwrap();
+        let clients = Pki::with_crl_url("http://127.0.0.1:9/never.crl");
+        let ca_path = dir.path().join("clients.pem");
+        std::fs::write(&ca_path, clients.ca.pem()).unwrap();
+        let policy = TlsPolicy {
+            client_auth: ClientAuth::verified(false, Some(&ca_path)).unwrap(),
+            client_crl: CrlSource::DistributionPoints(vec![vec!["http://127.0.0.1:9/never.crl".into()]]),
+            ..default_policy()
+        };
+        let configs = ServerConfigs::new(&policy, &s.key).unwrap();
+        let config = || configs.for_connection(Arc::clone(&s.key), false);
+        let leaf = clients.leaf("client");
+        assert!(handshake(config(), client(&s.pki, &[&rustls::version::TLS13], Some(&leaf))).await.is_err());
+        let anonymous = handshake(config(), client(&s.pki, &[&rustls::version::TLS13], None)).await.unwrap();
+        assert_eq!(anonymous.peer_certs, 0, "optional: anonymous clients still served");
+        configs.client_verifier.as_ref().unwrap().0.use_crls(vec![clients.crl(&[]).der().clone()]).unwrap();
+        assert!(handshake(config(), client(&s.pki, &[&rustls::version::TLS13], Some(&leaf))).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn strict_sni_serves_the_default_only_for_its_names_and_curves_limit_groups() {
+        let s = setup();
+        let strict = TlsPolicy { strict_sni: true, ..default_policy() };
+        let configs = ServerConfigs::new(&strict, &s.key).unwrap();
+        assert!(configs.serves_default_for(Some("a.example.com")));
+        assert!(!configs.serves_default_for(Some("b.example.com")) && !configs.serves_default_for(None));
+        let client = client(&s.pki, &[&rustls::version::TLS13], None);
+        assert!(handshake(configs.refusing(), Arc::clone(&client)).await.is_err());
+        let lax = ServerConfigs::new(&default_policy(), &s.key).unwrap();
+        assert!(lax.serves_default_for(None));
+
+        let p384 = TlsPolicy { kx_groups: crate::tls::curves::kx_groups(Some("P-384")).unwrap(), ..default_policy() };
+        let configs = ServerConfigs::new(&p384, &s.key).unwrap();
+        assert_eq!(configs.base.crypto_provider().kx_groups.len(), 1);
+        assert!(configs.base.ignore_client_order, "the server's cipher order");
+        assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), client).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn max_version_12_refuses_a_tls13_only_client() {
+        let s = setup();
+        let tls12 = TlsPolicy { max_version: MaxVersion::Tls12, ..default_policy() };
+        let configs = ServerConfigs::new(&tls12, &s.key).unwrap();
+        let tls13_client = client(&s.pki, &[&rustls::version::TLS13], None);
+        assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), tls13_client).await.is_err());
+        let both = client(&s.pki, &[&rustls::version::TLS13, &rustls::version::TLS12], None);
+        assert!(handshake(configs.for_connection(Arc::clone(&s.key), false), both).await.is_ok());
     }
 }

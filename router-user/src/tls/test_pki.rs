@@ -56,6 +56,43 @@ impl Pki {
         Leaf { cert, key }
     }
 
+    /// A CA whose certificate names `url` as its CRL distribution point.
+    pub fn with_crl_url(url: &str) -> Pki {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, "CRL Test CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.crl_distribution_points = vec![rcgen::CrlDistributionPoint { uris: vec![url.to_string()] }];
+        let ca = params.self_signed(&ca_key).unwrap();
+        Pki { ca, ca_key }
+    }
+
+    /// A CRL of this CA revoking `revoked`, issued in 2024, next update in 2099.
+    pub fn crl(&self, revoked: &[&Leaf]) -> rcgen::CertificateRevocationList {
+        let now = rcgen::date_time_ymd(2024, 1, 1);
+        let revoked_certs = revoked
+            .iter()
+            .map(|leaf| {
+                let (_, parsed) = x509_parser::parse_x509_certificate(leaf.cert.der()).unwrap();
+                rcgen::RevokedCertParams {
+                    serial_number: rcgen::SerialNumber::from_slice(parsed.raw_serial()),
+                    revocation_time: now,
+                    reason_code: None,
+                    invalidity_date: None,
+                }
+            })
+            .collect();
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: now,
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs,
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params.signed_by(&self.ca, &self.ca_key).unwrap()
+    }
+
     /// An intermediate CA signed by this one.
     pub fn intermediate(&self, cn: &str) -> Pki {
         let ca_key = KeyPair::generate().unwrap();

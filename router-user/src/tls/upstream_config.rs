@@ -2,7 +2,8 @@
 //! `destinationCACertificate`, the pod's chain must verify against it and its name is not checked; else with
 //! DEFAULT_DESTINATION_CA_PATH, the chain must verify against that bundle and the certificate must be valid for
 //! `<service>.<namespace>.svc` (HAProxy `verifyhost`); else the pod's certificate is not verified at all. The
-//! SNI sent is `<service>.<namespace>.svc` and ALPN offers `http/1.1`.
+//! SNI sent is `<service>.<namespace>.svc` and ALPN offers `h2, http/1.1`, as the OpenShift router's reencrypt
+//! servers do (`alpn h2,http/1.1`): the pod picks.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -12,7 +13,7 @@ use rustls::client::danger::ServerCertVerifier;
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
-use rustls_pki_types::ServerName;
+use rustls_pki_types::{CertificateDer, ServerName};
 
 use super::cert_error::CertError;
 use super::certs::roots;
@@ -74,19 +75,25 @@ pub fn reencrypt_tls(
     };
     let mut config =
         client_builder(provider).dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     ReencryptTls { config: Arc::new(config), server_name: service_name(service, namespace), verify }
 }
 
 /// A PEM bundle of CA certificates from a file (DEFAULT_DESTINATION_CA_PATH, ROUTER_MUTUAL_TLS_AUTH_CA).
 pub fn load_ca_bundle(path: &Path) -> Result<Arc<RootCertStore>, CertError> {
+    let certs = load_ca_certificates(path)?;
+    roots(&certs).map(Arc::new).map_err(|detail| CertError::File { path: path.to_path_buf(), detail })
+}
+
+/// The certificates of a PEM bundle file (at least one).
+pub fn load_ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
     let file_error = |detail: String| CertError::File { path: path.to_path_buf(), detail };
     let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
     let certs = pem::certificates(&text).map_err(file_error)?;
     if certs.is_empty() {
         return Err(file_error("no certificates found".to_string()));
     }
-    roots(&certs).map(Arc::new).map_err(file_error)
+    Ok(certs)
 }
 
 fn client_builder(provider: Arc<CryptoProvider>) -> rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier> {
@@ -168,7 +175,7 @@ mod tests {
         let tls = reencrypt_tls(Some(&store(&pki)), None, "web", "shop");
         assert_eq!(tls.verify, Verification::DestinationCa);
         let alpn = connect(&tls, &pod).await.unwrap();
-        assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+        assert_eq!(alpn.as_deref(), Some(&b"h2"[..]), "h2 offered, and the pod picked it");
 
         let wrong = Pki::named("Wrong CA");
         let tls = reencrypt_tls(Some(&store(&wrong)), Some(&store(&pki)), "web", "shop");

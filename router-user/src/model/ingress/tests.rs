@@ -98,6 +98,39 @@ fn tls_entries_make_edge_routes_with_the_secret_and_wait_for_it() {
 }
 
 #[test]
+fn reencrypt_takes_its_destination_ca_from_the_annotated_secret_and_waits_for_it() {
+    let value = serde_json::json!({
+        "metadata": {"name": "re", "namespace": "ns", "annotations": {
+            "route.openshift.io/termination": "reencrypt",
+            "route.openshift.io/destination-ca-certificate-secret": "pod-ca"
+        }},
+        "spec": {"rules": [rule("re.example.com", serde_json::json!([
+            {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"name": "http"}}}}
+        ]))]}
+    });
+    let mut snapshot = snapshot_with_web_service();
+    assert!(ingress_routes(&ingress(value.clone()), &snapshot).is_empty(), "waits for its CA secret");
+
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "pod-ca", "namespace": "ns"},
+        "type": "Opaque",
+        "data": {"tls.crt": "UE9EIENB"}
+    }))
+    .expect("secret fixture");
+    snapshot.secrets.insert(ObjectKey::new("ns", "pod-ca"), Arc::new(secret));
+    let routes = ingress_routes(&ingress(value.clone()), &snapshot);
+    let tls = routes[0].1.spec.tls.as_ref().expect("reencrypt TLS");
+    assert_eq!(tls.termination, "reencrypt");
+    assert_eq!(tls.destination_ca_certificate.as_deref(), Some("POD CA"));
+
+    // Edge routes do not use it.
+    let mut edge = value;
+    edge["metadata"]["annotations"]["route.openshift.io/termination"] = "edge".into();
+    let routes = ingress_routes(&ingress(edge), &snapshot);
+    assert_eq!(routes[0].1.spec.tls.as_ref().expect("edge TLS").destination_ca_certificate, None);
+}
+
+#[test]
 fn the_termination_annotation_picks_passthrough() {
     let ingress = ingress(serde_json::json!({
         "metadata": {"name": "pt", "namespace": "ns", "annotations": {"route.openshift.io/termination": "passthrough"}},

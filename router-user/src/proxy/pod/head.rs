@@ -6,6 +6,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{request, Method, StatusCode, Version};
 
+use crate::proxy::header_case::AdjustedCase;
+
 /// At most this many response headers (hyper's default too).
 const MAX_HEADERS: usize = 100;
 /// A response head larger than this is refused.
@@ -70,8 +72,11 @@ pub fn encode_request(
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());
     out.put_slice(b" HTTP/1.1\r\n");
+    let case = parts.extensions.get::<AdjustedCase>().map(|adjusted| &*adjusted.0);
+    let name_of = |name: &'static [u8]| case.map_or(name, |case| case.adjust(name));
     for (name, value) in &parts.headers {
-        put_header(out, name.as_str().as_bytes(), value.as_bytes());
+        let name = name.as_str().as_bytes();
+        put_header(out, case.map_or(name, |case| case.adjust(name)), value.as_bytes());
     }
     let chunked = parts
         .headers
@@ -86,10 +91,10 @@ pub fn encode_request(
     } else if body_empty {
         RequestFraming::Empty
     } else if let Some(length) = exact_length {
-        put_header(out, b"content-length", length.to_string().as_bytes());
+        put_header(out, name_of(b"content-length"), length.to_string().as_bytes());
         RequestFraming::Raw
     } else {
-        put_header(out, b"transfer-encoding", b"chunked");
+        put_header(out, name_of(b"transfer-encoding"), b"chunked");
         RequestFraming::Chunked
     };
     out.put_slice(b"\r\n");
