@@ -1,5 +1,6 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod access_log;
 mod limits;
 mod routing;
 mod tls;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use access_log::{AccessLogArgs, AccessLogError};
 pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use tls::{MutualTls, TlsArgs};
@@ -120,6 +122,10 @@ pub struct Settings {
     /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// Access log: syslog destination, level, facility, format, captures, unique id.
+    #[command(flatten)]
+    pub access_log: AccessLogArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

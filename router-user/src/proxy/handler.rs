@@ -12,7 +12,7 @@
 //!    handed to the tunnel, counted.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -22,17 +22,20 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
+use super::client_io::HeadTiming;
 use super::forwarded::ConnectionInfo;
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
 use super::request_host::request_host;
+use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
 use crate::metrics::{BackendLabels, Metrics};
 use crate::policy::header_actions;
@@ -55,11 +58,18 @@ pub struct ProxyOptions {
     /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
     /// request is refused with 431 before it is routed (see `config::LimitArgs`).
     pub request_head_limit: usize,
+    /// The access log and the unique request id (off by default).
+    pub access_log: Arc<AccessLog>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
-        Self { error_503: None, queue_timeout: Duration::ZERO, request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT }
+        Self {
+            error_503: None,
+            queue_timeout: Duration::ZERO,
+            request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
+            access_log: AccessLog::off(),
+        }
     }
 }
 
@@ -76,12 +86,14 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
+    /// When the connection was taken (the access log's `%t`).
+    pub accepted_at: SystemTime,
     tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), tickets: ConnectionTickets::default() }
+        Self { info, tls_headers: Vec::new(), accepted_at: SystemTime::now(), tickets: ConnectionTickets::default() }
     }
 
     fn is_tls(&self) -> bool {
@@ -94,18 +106,40 @@ impl HttpProxy {
         Self { table, upstream, metrics, options }
     }
 
+    /// Answers one request; `timing` (when its head began) is for the access log, whose line the returned
+    /// body sends when it ends.
     pub async fn handle(
         &self,
         connection: &ClientConnection,
-        request: Request<Incoming>,
-    ) -> Result<Response<ProxyBody>, RefusedConnection> {
-        let (backend, response) = self.route_and_forward(connection, request).await?;
+        mut request: Request<Incoming>,
+        timing: HeadTiming,
+    ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
+        let mut log = RequestLog::begin(&self.options.access_log, connection, &request, timing);
+        if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
+            request.headers_mut().insert(name, value);
+        }
+        let (backend, response) = match self.route_and_forward(connection, request).await {
+            Ok(routed) => routed,
+            Err(refused) => {
+                if let Some(log) = log {
+                    log.refused();
+                }
+                return Err(refused);
+            }
+        };
         let code = response.status().as_u16();
-        match backend {
+        match &backend {
             Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
             None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
         }
-        Ok(response)
+        if let Some(log) = log.as_mut() {
+            log.responded(backend.as_deref(), &response);
+        }
+        Ok(response.map(|body| LoggedBody::new(body, log)))
+    }
+
+    pub fn access_log(&self) -> &Arc<AccessLog> {
+        &self.options.access_log
     }
 
     /// See [`ProxyOptions::request_head_limit`].
@@ -237,7 +271,10 @@ impl HttpProxy {
             client_fault,
         };
         match attempts.run(&mut trial).await {
-            Ok((lease, response)) => {
+            Ok((lease, mut response)) => {
+                if self.options.access_log.records_requests() {
+                    response.extensions_mut().insert(ServedBy(lease.index()));
+                }
                 let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());

@@ -11,6 +11,7 @@ mod coalesced_writes;
 mod connection;
 mod handler;
 mod listener;
+mod request_log;
 mod upgrade;
 
 // The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,
