@@ -118,7 +118,8 @@ pub async fn serve_client<I>(
         let (any_request, received) = log_clock.requests_and_bytes();
         if !any_request {
             let timed_out = result.as_ref().err().is_some_and(|error| is_timeout(error));
-            log_empty_connection(&access_log, &log_state, log_clock.opened(), received, timed_out);
+            let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
+            log_empty_connection(&access_log, info, accepted_at, log_clock.opened(), received, timed_out);
         }
     }
     if let Err(error) = result {

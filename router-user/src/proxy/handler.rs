@@ -114,7 +114,8 @@ impl HttpProxy {
         mut request: Request<Incoming>,
         timing: HeadTiming,
     ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
-        let mut log = RequestLog::begin(&self.options.access_log, connection, &request, timing);
+        let mut log =
+            RequestLog::begin(&self.options.access_log, &connection.info, connection.accepted_at, &request, timing);
         if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
             request.headers_mut().insert(name, value);
         }

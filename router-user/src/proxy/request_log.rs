@@ -15,7 +15,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
 use super::client_io::HeadTiming;
-use super::handler::ClientConnection;
+use super::forwarded::ConnectionInfo;
 use super::sticky::cookie_value;
 use crate::access_log::{
     AccessLog, Counts, LineKind, LogRecord, RequestLine, Termination, FE_SNI, NOT_REACHED, PUBLIC,
@@ -37,8 +37,8 @@ pub struct RequestLog {
     cookies: HeaderMap,
 }
 
-fn frontend_of(connection: &ClientConnection) -> (&'static str, bool) {
-    match connection.info.proto {
+fn frontend_of(info: &ConnectionInfo) -> (&'static str, bool) {
+    match info.proto {
         "https" => (FE_SNI, true),
         _ => (PUBLIC, false),
     }
@@ -58,10 +58,10 @@ fn version_name(version: Version) -> &'static str {
     }
 }
 
-fn new_record(log: &AccessLog, connection: &ClientConnection) -> LogRecord {
-    let (frontend, tls) = frontend_of(connection);
-    let mut record = LogRecord::new(frontend, tls, connection.info.client, connection.info.local);
-    record.accepted_at = connection.accepted_at;
+fn new_record(log: &AccessLog, info: &ConnectionInfo, accepted_at: SystemTime) -> LogRecord {
+    let (frontend, tls) = frontend_of(info);
+    let mut record = LogRecord::new(frontend, tls, info.client, info.local);
+    record.accepted_at = accepted_at;
     let (active, on_frontend) = log.connections.now(frontend);
     record.counts = Counts { active, frontend: on_frontend, ..Counts::default() };
     record
@@ -71,7 +71,8 @@ impl RequestLog {
     /// A record for `request`, when the access log keeps records (lines, or a unique id).
     pub fn begin<B>(
         log: &Arc<AccessLog>,
-        connection: &ClientConnection,
+        info: &ConnectionInfo,
+        accepted_at: SystemTime,
         request: &Request<B>,
         timing: HeadTiming,
     ) -> Option<RequestLog> {
@@ -79,7 +80,7 @@ impl RequestLog {
             return None;
         }
         let head_done = Instant::now();
-        let mut record = new_record(log, connection);
+        let mut record = new_record(log, info, accepted_at);
         let idle = if timing.first { Duration::ZERO } else { timing.idle };
         record.requested_at = SystemTime::now() - head_done.duration_since(timing.began);
         record.timers.idle = millis(idle);
@@ -216,7 +217,8 @@ fn headers_size(headers: &HeaderMap) -> usize {
 /// client closed, 408 `cR--` when it timed out, 400 `PR--` when what it sent was not a request.
 pub fn log_empty_connection(
     log: &AccessLog,
-    connection: &ClientConnection,
+    info: &ConnectionInfo,
+    accepted_at: SystemTime,
     opened: Instant,
     received: bool,
     timed_out: bool,
@@ -224,7 +226,7 @@ pub fn log_empty_connection(
     if !log.logs_empty_connection(received) {
         return;
     }
-    let mut record = new_record(log, connection);
+    let mut record = new_record(log, info, accepted_at);
     record.request_counter = log.next_request_number();
     let (status, termination) = match (timed_out, received) {
         (true, _) => (408, Termination::new(b'c', b'R')),
