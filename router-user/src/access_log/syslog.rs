@@ -4,6 +4,7 @@
 //! at `len` bytes (ROUTER_LOG_MAX_LENGTH), header included; the line feed HAProxy ends every message with comes
 //! after the cut.
 
+use std::io::Write as _;
 use std::time::SystemTime;
 
 use super::time::Civil;
@@ -68,15 +69,16 @@ impl SyslogHeader {
         let start = out.len();
         let pri = u32::from(self.facility.0) * 8 + u32::from(severity.0);
         match self.framing {
+            // Writing into a Vec cannot fail.
             Framing::Rfc3164 => {
-                out.extend_from_slice(format!("<{pri}>").as_bytes());
+                let _ = write!(out, "<{pri}>");
                 Civil::of(now).write_rfc3164(out);
-                out.extend_from_slice(format!(" {} {}[{}]: ", self.hostname, self.tag, self.pid).as_bytes());
+                let _ = write!(out, " {} {}[{}]: ", self.hostname, self.tag, self.pid);
             }
             Framing::Rfc5424 => {
-                out.extend_from_slice(format!("<{pri}>1 ").as_bytes());
+                let _ = write!(out, "<{pri}>1 ");
                 Civil::of(now).write_rfc5424(out);
-                out.extend_from_slice(format!(" {} {} {} - - ", self.hostname, self.tag, self.pid).as_bytes());
+                let _ = write!(out, " {} {} {} - - ", self.hostname, self.tag, self.pid);
             }
             Framing::Raw => {}
         }

@@ -2,6 +2,7 @@
 //! database; a container's local time is UTC as a rule).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -68,18 +69,18 @@ impl Civil {
 
     /// RFC 3164 header time: `Nov 25 17:51:13`, the day padded with a space (`Nov  5`).
     pub fn write_rfc3164(&self, out: &mut Vec<u8>) {
-        let text =
-            format!("{} {:>2} {:02}:{:02}:{:02}", self.month_name(), self.day, self.hour, self.minute, self.second);
-        out.extend_from_slice(text.as_bytes());
+        // Writing into a Vec cannot fail.
+        let _ =
+            write!(out, "{} {:>2} {:02}:{:02}:{:02}", self.month_name(), self.day, self.hour, self.minute, self.second);
     }
 
     /// RFC 5424 header time as HAProxy writes it: `2026-11-25T17:51:13.736776+00:00`.
     pub fn write_rfc5424(&self, out: &mut Vec<u8>) {
-        let text = format!(
+        let _ = write!(
+            out,
             "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
             self.year, self.month, self.day, self.hour, self.minute, self.second, self.micros
         );
-        out.extend_from_slice(text.as_bytes());
     }
 }
 

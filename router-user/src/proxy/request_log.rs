@@ -3,7 +3,6 @@
 //! cookie state, response captures) and sent when the response body ends or is dropped (bytes, timers, a
 //! client or pod that left mid-body). Also the line of a connection that ended without a request.
 
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -152,11 +151,11 @@ impl RequestLog {
         self.finish(0, None);
     }
 
-    fn finish(mut self, body_bytes: u64, ended_early: Option<Termination>) {
-        if !self.log.enabled() {
+    fn finish(self, body_bytes: u64, ended_early: Option<Termination>) {
+        let RequestLog { log, mut record, timing, .. } = self;
+        if !log.enabled() {
             return;
         }
-        let record = &mut self.record;
         record.bytes_read += body_bytes;
         if let Some(early) = ended_early {
             if record.termination.0[0] == b'-' {
@@ -164,17 +163,12 @@ impl RequestLog {
                     Termination([early.0[0], early.0[1], record.termination.0[2], record.termination.0[3]]);
             }
         }
-        let active = self.timing.began.elapsed();
+        let active = timing.began.elapsed();
         record.timers.active = millis(active);
-        let before = if self.timing.first { Duration::ZERO } else { self.timing.idle };
+        let before = if timing.first { Duration::ZERO } else { timing.idle };
         record.timers.total = millis(active + before);
-        let log = self.log.clone();
-        log.log(LineKind::Http, std::mem::replace(record, LogRecord::new("", false, unspecified(), unspecified())));
+        log.log(LineKind::Http, record);
     }
-}
-
-fn unspecified() -> SocketAddr {
-    SocketAddr::from(([0, 0, 0, 0], 0))
 }
 
 /// The termination state of an answer the router made itself.
