@@ -1,8 +1,9 @@
 //! The same requests through the router and through Debian's HAProxy 2.6, each logging to its own syslog
 //! listener with the settings OpenShift's template writes (`log <addr> len 1024 local1 info`,
 //! `log-send-hostname`, `option httplog`, `log global`, header captures and `unique-id-format` /
-//! `unique-id-header` in `frontend public`, a sticky cookie inserted by the backend): the lines agree field by
-//! field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
+//! `unique-id-header` in `frontend public`, a sticky cookie inserted by the backend): an empty connection, a
+//! request, a connection that sent no request but garbage, and one whose head never ended; the lines agree field
+//! by field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
 //! response head is not the pod's byte for byte), `%bc`/`%sc` (HAProxy counts when the line is written, the
 //! router when the response head came), the client port and the process id.
 
@@ -19,6 +20,7 @@ use router_tests::backend::TestBackend;
 use router_tests::client::{KeepAliveClient, Reply};
 use router_tests::manifests::{route, service, ManifestDir};
 use router_tests::{eventually, start_router_with};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 const HAPROXY: &str = "/usr/sbin/haproxy";
@@ -52,7 +54,7 @@ defaults
   timeout connect 5s
   timeout client 30s
   timeout server 30s
-  timeout http-request 10s
+  timeout http-request 1s
   timeout http-keep-alive 300s
 frontend public
   bind 127.0.0.1:{port}
@@ -106,6 +108,15 @@ async fn exchange(addr: SocketAddr, syslog: &UdpSocket) -> (Syslog, Syslog, Repl
     (empty, served, reply)
 }
 
+/// Sends `bytes` on a new connection and reads until the proxy closes it (at most 5 s): its line.
+async fn raw(addr: SocketAddr, bytes: &[u8], syslog: &UdpSocket) -> Syslog {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("send");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    parse_rfc3164(&next_udp(syslog).await)
+}
+
 fn assert_same_fields(what: &str, ours: &HttpLog, haproxy: &HttpLog) {
     let pick = |l: &HttpLog| {
         (
@@ -148,6 +159,8 @@ async fn the_router_and_haproxy_log_the_same_request_alike() {
     settings.access_log.syslog_address = Some(router_syslog.local_addr().expect("addr").to_string());
     settings.access_log.log_level = "info".into();
     settings.access_log.syslog_tag = "haproxy".into();
+    // `timeout http-request 1s` on both.
+    settings.http_request_timeout = Duration::from_secs(1);
     settings.access_log.capture_http_request_headers = "Host:30,User-Agent:8".into();
     settings.access_log.capture_http_response_headers = "Content-Type:30".into();
     settings.access_log.unique_id_header_name = Some("X-Request-ID".into());
@@ -180,6 +193,12 @@ async fn the_router_and_haproxy_log_the_same_request_alike() {
     }
     assert_same_fields("empty connection", &parse_httplog(&our_empty.message), &parse_httplog(&their_empty.message));
     assert_same_fields("request", &parse_httplog(&our_line.message), &parse_httplog(&their_line.message));
+    // Not a request (400 PR--), and a head that never ends (408 cR-- after the request timeout).
+    for (what, bytes) in [("garbage", &b"GARBAGE\r\n\r\n"[..]), ("unfinished head", b"GET / HTTP/1.1\r\nHost: a\r\n")] {
+        let ours = parse_httplog(&raw(router.http_addr, bytes, &router_syslog).await.message);
+        let theirs = parse_httplog(&raw(haproxy_addr, bytes, &haproxy_syslog).await.message);
+        assert_same_fields(what, &ours, &theirs);
+    }
 
     // The unique id the pod got: the same shape, the client and frontend in hexadecimal.
     let ids = [our_reply.seen_header("x-request-id"), their_reply.seen_header("x-request-id")];
