@@ -2,7 +2,7 @@
 //! listener with the settings OpenShift's template writes (`log <addr> len 1024 local1 info`,
 //! `log-send-hostname`, `option httplog`, `log global`, header captures and `unique-id-format` /
 //! `unique-id-header` in `frontend public`, a sticky cookie inserted by the backend): an empty connection, a
-//! request, a connection that sent no request but garbage, and one whose head never ended; the lines agree field
+//! request, a request no route takes (503 from openshift_default), a connection that sent garbage, and one whose head never ended; the lines agree field
 //! by field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
 //! response head is not the pod's byte for byte), `%bc`/`%sc` (HAProxy counts when the line is written, the
 //! router when the response head came), the client port and the process id.
@@ -65,7 +65,10 @@ frontend public
   unique-id-format {UNIQUE_ID_FORMAT}
   unique-id-header X-Request-ID
   http-request del-header Proxy
-  default_backend be_http:ns:web
+  use_backend be_http:ns:web if {{ hdr(host) -i log.example.com }}
+  default_backend openshift_default
+backend openshift_default
+  mode http
 backend be_http:ns:web
   mode http
   option redispatch
@@ -193,6 +196,13 @@ async fn the_router_and_haproxy_log_the_same_request_alike() {
     }
     assert_same_fields("empty connection", &parse_httplog(&our_empty.message), &parse_httplog(&their_empty.message));
     assert_same_fields("request", &parse_httplog(&our_line.message), &parse_httplog(&their_line.message));
+    // No route: 503 from the default backend, which has no server.
+    let ours = KeepAliveClient::connect(router.http_addr).await.get("nowhere.example.com", "/").await;
+    let theirs = KeepAliveClient::connect(haproxy_addr).await.get("nowhere.example.com", "/").await;
+    assert_eq!((ours.status.as_u16(), theirs.status.as_u16()), (503, 503));
+    let ours = parse_httplog(&parse_rfc3164(&next_udp(&router_syslog).await).message);
+    let theirs = parse_httplog(&parse_rfc3164(&next_udp(&haproxy_syslog).await).message);
+    assert_same_fields("no route", &ours, &theirs);
     // Not a request (400 PR--), and a head that never ends (408 cR-- after the request timeout).
     for (what, bytes) in [("garbage", &b"GARBAGE\r\n\r\n"[..]), ("unfinished head", b"GET / HTTP/1.1\r\nHost: a\r\n")] {
         let ours = parse_httplog(&raw(router.http_addr, bytes, &router_syslog).await.message);

@@ -193,13 +193,15 @@ impl AccessLog {
         record.request_cookie = self.options.cookie.as_ref().and_then(|c| c.from_request(headers));
     }
 
-    /// Fills the captured response headers and cookie from the response the client gets.
-    pub fn capture_response(&self, headers: &HeaderMap, record: &mut LogRecord) {
+    /// Fills the captured response headers and cookie from a pod's response; `None` (the router answered
+    /// itself): each capture empty.
+    pub fn capture_response(&self, headers: Option<&HeaderMap>, record: &mut LogRecord) {
         if self.lines.is_none() {
             return;
         }
-        record.response_headers = self.options.response_headers.iter().map(|c| c.capture(headers)).collect();
-        record.response_cookie = self.options.cookie.as_ref().and_then(|c| c.from_response(headers));
+        let captures = &self.options.response_headers;
+        record.response_headers = captures.iter().map(|c| headers.and_then(|h| c.capture(h))).collect();
+        record.response_cookie = self.options.cookie.as_ref().zip(headers).and_then(|(c, h)| c.from_response(h));
     }
 
     /// The unique id of a request whose record has its connection and counter: the header to send, and its value.

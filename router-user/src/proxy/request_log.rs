@@ -142,7 +142,9 @@ impl RequestLog {
             }
         }
         record.bytes_read = response_head_size(response);
-        self.log.capture_response(response.headers(), record);
+        // As HAProxy: response captures are of a server's response, empty for the router's own answers.
+        let headers = served.map(|_| response.headers());
+        self.log.capture_response(headers, record);
     }
 
     /// The protection refused the client: its connection closes unanswered.
