@@ -2,8 +2,9 @@
 //! listener with the settings OpenShift's template writes (`log <addr> len 1024 local1 info`,
 //! `log-send-hostname`, `option httplog`, `log global`, header captures and `unique-id-format` /
 //! `unique-id-header` in `frontend public`, a sticky cookie inserted by the backend): an empty connection, a
-//! request, a request no route takes (503 from openshift_default), a connection that sent garbage, and one whose head never ended; the lines agree field
-//! by field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
+//! request, a request no route takes (503 from openshift_default), a connection that sent garbage, one whose head
+//! never ended, and a passthrough connection (`option tcplog` in `frontend public_ssl`); the lines agree field by
+//! field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
 //! response head is not the pod's byte for byte), `%bc`/`%sc` (HAProxy counts when the line is written, the
 //! router when the response head came), the client port and the process id.
 
@@ -14,11 +15,13 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use access_log_common::{next_udp, parse_httplog, parse_rfc3164, HttpLog, Syslog};
+use access_log_common::{next_udp, parse_httplog, parse_rfc3164, parse_tcplog, HttpLog, Syslog, TcpLog};
 use router::config::Settings;
-use router_tests::backend::TestBackend;
+use router_tests::backend::{TestBackend, TlsEcho};
 use router_tests::client::{KeepAliveClient, Reply};
-use router_tests::manifests::{route, service, ManifestDir};
+use router_tests::manifests::{route, service, ManifestDir, RouteSpec, RouteTls};
+use router_tests::pki::TestCa;
+use router_tests::tls_client::{client_config, tls_connect, Trust};
 use router_tests::{eventually, start_router_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
@@ -217,5 +220,92 @@ async fn the_router_and_haproxy_log_the_same_request_alike() {
     assert_eq!(ids[1].len(), 1);
     assert_eq!(shape(&ids[0][0]), shape(&ids[1][0]), "router {:?} haproxy {:?}", ids[0], ids[1]);
     assert!(ids[0][0].starts_with("7F000001:") && ids[1][0].starts_with("7F000001:"));
+    router.shutdown().await;
+}
+
+/// OpenShift's template for one passthrough route: `option tcplog` in `frontend public_ssl`, the SNI inspected.
+fn haproxy_tcp_config(syslog: SocketAddr, port: u16, pod: SocketAddr) -> String {
+    format!(
+        "global
+  log {syslog} len 1024 local1 info
+  log-send-hostname
+defaults
+  option httplog
+  log global
+  timeout connect 5s
+  timeout client 30s
+  timeout server 30s
+frontend public_ssl
+  option tcplog
+  bind 127.0.0.1:{port}
+  mode tcp
+  tcp-request inspect-delay 5s
+  tcp-request content accept if {{ req_ssl_hello_type 1 }}
+  default_backend be_tcp:ns:echo
+backend be_tcp:ns:echo
+  mode tcp
+  balance source
+  server pod:echo:echo:https:{pod} {pod} weight 1
+"
+    )
+}
+
+/// A TLS connection through `addr` to the echo pod: a ping echoed, then both sides closed; the line it left.
+async fn passthrough_exchange(addr: SocketAddr, ca: &TestCa, syslog: &UdpSocket) -> TcpLog {
+    let config = client_config(Trust::Ca(&ca.cert_pem), &[], None);
+    let stream = tls_connect(addr, Some("pass.example.com"), config).await.expect("handshake with the pod");
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    writer.write_all(b"ping").await.expect("send");
+    let mut echoed = [0u8; 4];
+    reader.read_exact(&mut echoed).await.expect("echo");
+    writer.shutdown().await.expect("close");
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut rest)).await;
+    drop((reader, writer));
+    let framed = parse_rfc3164(&next_udp(syslog).await);
+    assert_eq!(framed.pri, 142);
+    parse_tcplog(&framed.message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_and_haproxy_log_the_same_passthrough_connection_alike() {
+    let ca = TestCa::new("pod-ca");
+    let pod_leaf = ca.leaf(&["pass.example.com"]);
+    let echo = TlsEcho::start(&pod_leaf.chain_pem(), &pod_leaf.key_pem).await;
+    let dir = ManifestDir::new();
+    let passthrough =
+        RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("ns", "echo", "pass.example.com", "echo") };
+    dir.write("pass.yaml", &[service("ns", "echo", &[echo.addr]), passthrough.yaml()].concat());
+    let router_syslog = UdpSocket::bind("127.0.0.1:0").await.expect("router syslog");
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.access_log.syslog_address = Some(router_syslog.local_addr().expect("addr").to_string());
+    settings.access_log.log_level = "info".into();
+    let router = start_router_with(settings).await;
+
+    let haproxy_syslog = UdpSocket::bind("127.0.0.1:0").await.expect("haproxy syslog");
+    let haproxy_port = free_port();
+    let haproxy_addr: SocketAddr = ([127, 0, 0, 1], haproxy_port).into();
+    let haproxy_dir = tempfile::tempdir().expect("haproxy dir");
+    let config = haproxy_tcp_config(haproxy_syslog.local_addr().expect("addr"), haproxy_port, echo.addr);
+    let _haproxy = start_haproxy(haproxy_dir.path(), &config);
+    eventually("haproxy listening", Duration::from_secs(10), || async move {
+        TcpStream::connect(haproxy_addr).await.ok().map(drop)
+    })
+    .await;
+    // The probe's own line (an empty connection in tcp mode).
+    next_udp(&haproxy_syslog).await;
+
+    let ours = passthrough_exchange(router.https_addr, &ca, &router_syslog).await;
+    let theirs = passthrough_exchange(haproxy_addr, &ca, &haproxy_syslog).await;
+    eprintln!("passthrough:\n  router  {ours:?}\n  haproxy {theirs:?}");
+    let pick = |l: &TcpLog| {
+        (l.client_ip.clone(), l.frontend.clone(), l.backend.clone(), l.termination.clone(), l.counts[..2].to_vec())
+    };
+    assert_eq!(pick(&ours), pick(&theirs));
+    let address = |l: &TcpLog| l.server.rsplitn(3, ':').take(2).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(address(&ours), address(&theirs), "the pod's address ends the server name");
+    let reached = |l: &TcpLog| l.timers.iter().map(|t| *t >= 0).collect::<Vec<_>>();
+    assert_eq!(reached(&ours), reached(&theirs));
+    assert!(ours.bytes > 4 && theirs.bytes > 4, "the pod's TLS records reached the client through both");
     router.shutdown().await;
 }
