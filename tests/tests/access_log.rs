@@ -1,8 +1,9 @@
 //! The access log on real listeners: HTTP requests as httplog lines over UDP (RFC 3164) with captured headers
 //! and the unique id the pod also gets, a unix datagram socket (RFC 5424) with a custom ROUTER_SYSLOG_FORMAT and
 //! passthrough tcplog lines, empty connections with and without dontlognull, OpenShift's default level sending
-//! nothing, an unknown variable refused at start, and lines dropped and counted (requests unharmed) when the
-//! listener is gone. `access_log_haproxy.rs` compares the lines with Debian's HAProxy's.
+//! nothing, an unknown variable refused at start, lines dropped and counted (requests unharmed) when the listener
+//! is gone, and a client leaving mid-body (`CD`). `access_log_haproxy.rs` compares the lines with Debian's
+//! HAProxy's.
 
 mod access_log_common;
 
@@ -231,4 +232,58 @@ async fn lines_to_a_gone_listener_are_dropped_and_counted_and_requests_go_on() {
     .await;
     assert_eq!(dropped, 20);
     router.shutdown().await;
+}
+
+/// A pod that answers every connection's first request with the head of a 100 kB body and 1000 bytes of it, then
+/// holds the connection open.
+async fn stalling_pod() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("pod listener");
+    let addr = listener.local_addr().expect("pod addr");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let Ok((mut stream, _)) = listener.accept().await else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
+                match stream.read(&mut byte).await {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n").await;
+            let _ = stream.write_all(&[b'x'; 1000]).await;
+            held.push(stream);
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_mid_body_is_logged_cd_with_the_bytes_it_got() {
+    let syslog = UdpSocket::bind("127.0.0.1:0").await.expect("syslog listener");
+    let (pod, pod_task) = stalling_pod().await;
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &[service("ns", "web", &[pod]), route("ns", "web", "log.example.com", "/", "web")].concat());
+    let router = start_router_with(logging_to(&dir, &syslog.local_addr().expect("addr").to_string())).await;
+
+    let mut stream = TcpStream::connect(router.http_addr).await.expect("connect");
+    stream.write_all(b"GET /big HTTP/1.1\r\nHost: log.example.com\r\n\r\n").await.expect("send");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.len() < 1000 {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("the first bytes within 5 s")
+            .expect("read");
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    drop(stream);
+    let line = parse_httplog(&parse_rfc3164(&next_udp(&syslog).await).message);
+    assert_eq!((line.status, &line.termination[..2]), (200, "CD"), "the client left during the data: {line:?}");
+    assert!(line.bytes >= 1000 && line.bytes < 100_000, "the head and the 1000 body bytes sent: {line:?}");
+    assert_eq!(line.request_line, "GET /big HTTP/1.1");
+    router.shutdown().await;
+    pod_task.abort();
 }
