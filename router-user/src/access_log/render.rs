@@ -277,7 +277,7 @@ fn encode_header(value: &str, out: &mut String) {
 
 fn encode_with(value: &str, out: &mut String, also: impl Fn(u8) -> bool) {
     for &byte in value.as_bytes() {
-        if byte < 0x20 || byte >= 0x7f || byte == b'"' || byte == b'#' || also(byte) {
+        if !(0x20..0x7f).contains(&byte) || byte == b'"' || byte == b'#' || also(byte) {
             let _ = write!(out, "#{byte:02X}");
         } else {
             out.push(byte as char);

@@ -95,7 +95,7 @@ impl AccessLogArgs {
             value: self.log_facility.clone(),
             why: "expected a syslog facility name such as local0..local7, daemon or user",
         })?;
-        if self.log_max_length < 80 || self.log_max_length > 65535 {
+        if !(80..=65535).contains(&self.log_max_length) {
             return Err(AccessLogError::Value {
                 variable: "ROUTER_LOG_MAX_LENGTH",
                 value: self.log_max_length.to_string(),
