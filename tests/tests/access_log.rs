@@ -2,8 +2,8 @@
 //! and the unique id the pod also gets, a unix datagram socket (RFC 5424) with a custom ROUTER_SYSLOG_FORMAT and
 //! passthrough tcplog lines, empty connections with and without dontlognull, OpenShift's default level sending
 //! nothing, an unknown variable refused at start, lines dropped and counted (requests unharmed) when the listener
-//! is gone, and a client leaving mid-body (`CD`). `access_log_haproxy.rs` compares the lines with Debian's
-//! HAProxy's.
+//! is gone, a client leaving mid-body (`CD`), and bare lines on the binary's stdout. `access_log_haproxy.rs`
+//! compares the lines with Debian's HAProxy's.
 
 mod access_log_common;
 
@@ -286,4 +286,90 @@ async fn a_client_that_leaves_mid_body_is_logged_cd_with_the_bytes_it_got() {
     assert_eq!(line.request_line, "GET /big HTTP/1.1");
     router.shutdown().await;
     pod_task.abort();
+}
+
+/// The `router` binary next to this test's own (built by `cargo build -p router-user --bin router`).
+fn router_binary() -> std::path::PathBuf {
+    let test = std::env::current_exe().expect("this test's path");
+    let profile = test.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
+    let binary = profile.join("router");
+    assert!(binary.is_file(), "{} is missing: cargo build -p router-user --bin router", binary.display());
+    binary
+}
+
+/// The router process, stopped (by its PID) when dropped.
+struct RouterProcess(std::process::Child);
+
+impl Drop for RouterProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_gets_bare_lines_for_container_logs() {
+    use std::io::BufRead;
+    let web = TestBackend::start("web").await;
+    let dir = web_routes(&web);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let mut child = std::process::Command::new(router_binary())
+        .args(["--manifests", dir.path().to_str().expect("dir"), "--allow-loopback-endpoints"])
+        .args([
+            "--listen-addr",
+            "127.0.0.1",
+            "--http-port",
+            &port.to_string(),
+            "--https-port",
+            "0",
+            "--stats-port",
+            "0",
+        ])
+        .env("ROUTER_SYSLOG_ADDRESS", "stdout")
+        .env("ROUTER_SYSLOG_FRAMING", "raw")
+        .env("ROUTER_LOG_LEVEL", "info")
+        .env("RUST_LOG", "off")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the router");
+    let stdout = child.stdout.take().expect("stdout");
+    let _router = RouterProcess(child);
+    let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    router_tests::eventually("the router serving the route", Duration::from_secs(20), || async move {
+        let stream = TcpStream::connect(addr).await.ok()?;
+        drop(stream);
+        let mut client = KeepAliveClient::connect(addr).await;
+        (client.get("log.example.com", "/ready").await.status == 200).then_some(())
+    })
+    .await;
+    let mut client = KeepAliveClient::connect(addr).await;
+    assert_eq!(client.get("log.example.com", "/out").await.status, 200);
+    // Readiness probes and their empty connections came first; the request's line is among the next ones.
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.recv())
+            .await
+            .expect("a line on stdout within 5 s")
+            .expect("stdout open");
+        let parsed = parse_httplog(&line);
+        if parsed.request_line == "GET /out HTTP/1.1" {
+            assert_eq!(
+                (parsed.frontend.as_str(), parsed.backend.as_str(), parsed.status),
+                ("public", "be_http:ns:web", 200)
+            );
+            assert!(!line.starts_with('<'), "raw: no syslog header: {line}");
+            return;
+        }
+        seen.push(line);
+    }
+    panic!("no line for GET /out among {seen:#?}");
 }
