@@ -373,3 +373,21 @@ async fn stdout_gets_bare_lines_for_container_logs() {
     }
     panic!("no line for GET /out among {seen:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unique_id_reaches_the_pod_without_an_access_log() {
+    let web = TestBackend::start("web").await;
+    let dir = web_routes(&web);
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.access_log.unique_id_header_name = Some("X-Unique-ID".into());
+    settings.access_log.unique_id_format = Some("%ci_%rt".into());
+    let router = start_router_with(settings).await;
+    let mut client = KeepAliveClient::connect(router.http_addr).await;
+    let first = client.get("log.example.com", "/a").await.seen_header("x-unique-id");
+    let second = client.get("log.example.com", "/b").await.seen_header("x-unique-id");
+    assert_eq!(first.len(), 1);
+    assert_eq!(second.len(), 1);
+    assert!(first[0].starts_with("127.0.0.1_") && second[0].starts_with("127.0.0.1_"), "{first:?} {second:?}");
+    assert_ne!(first, second, "%rt counts requests");
+    router.shutdown().await;
+}
