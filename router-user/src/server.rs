@@ -10,8 +10,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
+use crate::access_log::AccessLog;
 use crate::admin::{serve_admin, AdminState, Readiness};
-use crate::config::{RoutingError, Settings};
+use crate::config::{AccessLogError, RoutingError, Settings};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, IpMode};
 use crate::metrics::Metrics;
@@ -37,6 +38,10 @@ pub enum StartError {
     Routing(#[from] RoutingError),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    #[error("access log: {0}")]
+    AccessLog(#[from] AccessLogError),
+    #[error("access log: cannot open the destination: {0}")]
+    AccessLogSink(io::Error),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -86,9 +91,14 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         true => None,
         false => Some((bind("http", settings.http_addr(), mode)?, bind("https", settings.https_addr(), mode)?)),
     };
+    let access_log_options = settings.access_log.options()?;
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
+    let (access_log, access_log_task) = AccessLog::start(access_log_options, metrics.access_log_dropped_lines.clone())
+        .await
+        .map_err(StartError::AccessLogSink)?;
+    proxy_options.access_log = access_log;
     let readiness = Arc::new(Readiness::default());
     readiness.set_ports_unbound(after_sync);
     let (stop, stopped) = watch::channel(false);
@@ -136,6 +146,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let publish_task = tokio::spawn(publisher.run(updates_rx));
     let mut background = admin_tasks;
     background.extend([watch_task, publish_task]);
+    background.extend(access_log_task);
     let local_service = settings.router_service.as_ref().map(|service| {
         let node = node_name_or_hostname(settings.node_name.as_deref());
         let (local_tx, local_rx) = watch::channel(None);

@@ -1,5 +1,6 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod access_log;
 mod http;
 mod limits;
 mod listeners;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use access_log::{AccessLogArgs, AccessLogError};
 pub use http::HttpArgs;
 pub use limits::LimitArgs;
 pub use listeners::ListenerArgs;
@@ -133,6 +135,10 @@ pub struct Settings {
     /// ROUTER_BIND_PORTS_AFTER_SYNC).
     #[command(flatten)]
     pub listeners: ListenerArgs,
+
+    /// Access log: syslog destination, level, facility, format, captures, unique id.
+    #[command(flatten)]
+    pub access_log: AccessLogArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

@@ -7,13 +7,14 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tracing::debug;
 
 use super::HttpsContext;
+use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC_SSL};
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
 use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels};
 use crate::protection::RouteGate;
@@ -27,6 +28,7 @@ pub async fn relay_to_pod(
     context: &HttpsContext,
 ) {
     let labels = &backend.labels;
+    let mut line = TcpLine::begin(context, &client_stream, client, &backend);
     let gate = RouteGate {
         backend: &labels.backend,
         allowlist: backend.policy.allowlist.as_ref(),
@@ -38,13 +40,17 @@ pub async fn relay_to_pod(
         Ok(ticket) => ticket,
         Err(refused) => {
             debug!(%refused, "passthrough connection refused");
+            line.end(Termination::new(b'P', b'R'), 0, 0);
             return;
         }
     };
+    let connecting = Instant::now();
     let Some((endpoint, mut pod)) = connect(&backend, client, context).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "no_endpoint" }).inc();
+        line.end(Termination::new(b'S', b'C'), 0, hello.len() as u64);
         return;
     };
+    line.connected(endpoint, connecting.elapsed());
     if let Err(error) = pod.write_all(&hello).await {
         debug!(endpoint = %endpoint.addr, %error, "pod closed before the ClientHello was forwarded");
         return;
@@ -62,8 +68,57 @@ pub async fn relay_to_pod(
             };
             count("in", stats.to_pod + hello.len() as u64);
             count("out", stats.to_client);
+            line.end(Termination::NORMAL, stats.to_client, stats.to_pod + hello.len() as u64);
         }
-        Err(error) => debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error"),
+        Err(error) => {
+            debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error");
+            line.end(Termination::new(b'S', b'D'), 0, hello.len() as u64);
+        }
+    }
+}
+
+/// The tcplog line of a passthrough connection, when the access log is on.
+struct TcpLine {
+    open: Option<(OpenConnection, LogRecord, Instant)>,
+    log: Arc<crate::access_log::AccessLog>,
+}
+
+impl TcpLine {
+    fn begin(context: &HttpsContext, stream: &TcpStream, client: SocketAddr, backend: &Backend) -> TcpLine {
+        let log = context.proxy.access_log().clone();
+        let open = match (log.enabled(), stream.local_addr()) {
+            (true, Ok(local)) => {
+                let open = OpenConnection::new(&log, PUBLIC_SSL);
+                let mut record = LogRecord::new(PUBLIC_SSL, false, client, local);
+                record.backend = backend.labels.backend.clone();
+                record.request_counter = log.next_request_number();
+                let (active, frontend) = log.connections.now(PUBLIC_SSL);
+                (record.counts.active, record.counts.frontend) = (active, frontend);
+                Some((open, record, Instant::now()))
+            }
+            _ => None,
+        };
+        TcpLine { open, log }
+    }
+
+    fn connected(&mut self, endpoint: &Endpoint, took: Duration) {
+        if let Some((_, record, _)) = &mut self.open {
+            record.server = Some((Arc::from(endpoint.id.as_str()), endpoint.addr));
+            record.counts.server = u64::from(endpoint.in_flight.get());
+            record.timers.queue = 0;
+            record.timers.connect = took.as_millis() as i64;
+        }
+    }
+
+    fn end(self, termination: Termination, to_client: u64, from_client: u64) {
+        if let Some((open, mut record, started)) = self.open {
+            record.termination = termination;
+            record.bytes_read = to_client;
+            record.bytes_uploaded = from_client;
+            record.timers.total = started.elapsed().as_millis() as i64;
+            drop(open);
+            self.log.log(LineKind::Tcp, record);
+        }
     }
 }
 

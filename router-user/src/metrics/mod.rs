@@ -107,6 +107,7 @@ pub struct Metrics {
     pub kube_watch_errors: Family<ResourceLabels, Counter>,
     pub kube_objects_skipped: Family<ResourceLabels, Counter>,
     pub route_status_writes: Family<StatusWriteLabels, Counter>,
+    pub access_log_dropped_lines: Counter,
 }
 
 impl Default for Metrics {
@@ -192,6 +193,12 @@ impl Default for Metrics {
             "Bytes relayed for passthrough routes, by backend and direction",
             passthrough_bytes.clone(),
         );
+        let access_log_dropped_lines = Counter::default();
+        registry.register(
+            "router_access_log_dropped_lines",
+            "Access-log lines dropped because the queue was full (slow destination) or the send failed",
+            access_log_dropped_lines.clone(),
+        );
         Self {
             registry,
             tls_failures,
@@ -209,6 +216,7 @@ impl Default for Metrics {
             kube_watch_errors,
             kube_objects_skipped,
             route_status_writes,
+            access_log_dropped_lines,
         }
     }
 }

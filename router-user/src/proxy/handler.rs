@@ -12,7 +12,7 @@
 //!    handed to the tunnel, counted.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -23,18 +23,21 @@ use tracing::debug;
 
 use super::client_body::ClientBody;
 use super::compression::{GzipBody, ResponseCompression};
+use super::client_io::HeadTiming;
 use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
 use super::request_host::request_host;
+use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
 use crate::metrics::{BackendLabels, Metrics};
 use crate::policy::header_actions;
@@ -62,6 +65,8 @@ pub struct ProxyOptions {
     /// ROUTER_H1_CASE_ADJUST: header names written in these cases on HTTP/1 (responses to every client,
     /// requests to the pods of routes annotated `h1-adjust-case`).
     pub h1_case_adjust: Option<Arc<HeaderCaseMap>>,
+    /// The access log and the unique request id (off by default).
+    pub access_log: Arc<AccessLog>,
 }
 
 impl Default for ProxyOptions {
@@ -72,6 +77,7 @@ impl Default for ProxyOptions {
             request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
             compression: None,
             h1_case_adjust: None,
+            access_log: AccessLog::off(),
         }
     }
 }
@@ -89,12 +95,14 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
+    /// When the connection was taken (the access log's `%t`).
+    pub accepted_at: SystemTime,
     tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), tickets: ConnectionTickets::default() }
+        Self { info, tls_headers: Vec::new(), accepted_at: SystemTime::now(), tickets: ConnectionTickets::default() }
     }
 
     fn is_tls(&self) -> bool {
@@ -107,18 +115,41 @@ impl HttpProxy {
         Self { table, upstream, metrics, options }
     }
 
+    /// Answers one request; `timing` (when its head began) is for the access log, whose line the returned
+    /// body sends when it ends.
     pub async fn handle(
         &self,
         connection: &ClientConnection,
-        request: Request<Incoming>,
-    ) -> Result<Response<ProxyBody>, RefusedConnection> {
-        let (backend, response) = self.route_and_forward(connection, request).await?;
+        mut request: Request<Incoming>,
+        timing: HeadTiming,
+    ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
+        let mut log =
+            RequestLog::begin(&self.options.access_log, &connection.info, connection.accepted_at, &request, timing);
+        if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
+            request.headers_mut().insert(name, value);
+        }
+        let (backend, response) = match self.route_and_forward(connection, request).await {
+            Ok(routed) => routed,
+            Err(refused) => {
+                if let Some(log) = log {
+                    log.refused();
+                }
+                return Err(refused);
+            }
+        };
         let code = response.status().as_u16();
-        match backend {
+        match &backend {
             Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
             None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
         }
-        Ok(response)
+        if let Some(log) = log.as_mut() {
+            log.responded(backend.as_deref(), &response);
+        }
+        Ok(response.map(|body| LoggedBody::new(body, log)))
+    }
+
+    pub fn access_log(&self) -> &Arc<AccessLog> {
+        &self.options.access_log
     }
 
     /// See [`ProxyOptions::h1_case_adjust`].
@@ -260,7 +291,10 @@ impl HttpProxy {
             client_fault,
         };
         match attempts.run(&mut trial).await {
-            Ok((lease, response)) => {
+            Ok((lease, mut response)) => {
+                if self.options.access_log.records_requests() {
+                    response.extensions_mut().insert(ServedBy(lease.index()));
+                }
                 let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
