@@ -115,6 +115,11 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_MODE", value_enum, default_value_t = XdpMode::Auto)]
     pub xdp_mode: XdpMode,
 
+    /// Pod-facing interfaces (comma separated) where the XDP front runs too, in the same mode with the same maps:
+    /// the pods' packets of steered passthrough flows arrive there. --xdp-iface itself is skipped.
+    #[arg(long, env = "ROUTER_XDP_POD_INTERFACES", value_delimiter = ',')]
+    pub xdp_pod_interfaces: Vec<String>,
+
     /// Route admission, balancing, headers, cookies and client timeouts.
     #[command(flatten)]
     pub routing: RoutingArgs,
