@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use crate::admin::{serve_admin, AdminState, Readiness};
-use crate::config::{RoutingError, Settings};
+use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
+use crate::config::{RoutingError, Settings, StatsAuthError};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
@@ -36,6 +36,8 @@ pub enum StartError {
     Routing(#[from] RoutingError),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    #[error("admin listener: {0}")]
+    StatsAuth(#[from] StatsAuthError),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -91,6 +93,8 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         metrics: metrics.clone(),
         table: table.clone(),
         skipped: skipped.clone(),
+        guard: admin_guard(&settings, &source).await?,
+        xdp_pin_dir: settings.xdp_iface.is_some().then(|| settings.bpf_pin_dir.clone()),
     };
     let admin_task = tokio::spawn(serve_admin(admin_listener, Arc::new(admin), stopped.clone()));
 
@@ -185,6 +189,19 @@ impl RunningRouter {
         }
         info!("router stopped");
     }
+}
+
+/// Basic credentials when configured; with the Kubernetes source, bearer tokens reviewed by its API server.
+async fn admin_guard(settings: &Settings, source: &SourceChoice) -> Result<AdminGuard, StartError> {
+    let basic = settings.stats_auth.credentials()?;
+    let kube = match source {
+        SourceChoice::Kube(kubeconfig) => {
+            let client = crate::source::kube::connect(kubeconfig.as_deref()).await?;
+            Some(KubeReviewer::new(client, settings.router_name.clone()))
+        }
+        SourceChoice::Manifests(_) => None,
+    };
+    Ok(AdminGuard { basic, kube })
 }
 
 fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> KubeOptions {

@@ -2,6 +2,7 @@
 
 mod limits;
 mod routing;
+mod stats_auth;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,6 +13,7 @@ use clap::Parser;
 
 pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
+pub use stats_auth::{StatsAuthArgs, StatsAuthError};
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -120,6 +122,10 @@ pub struct Settings {
     /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// Basic auth on /metrics and /debug/* (STATS_USERNAME, STATS_PASSWORD and their _FILE forms).
+    #[command(flatten)]
+    pub stats_auth: StatsAuthArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

@@ -12,7 +12,7 @@ use tracing::debug;
 use super::inspect::Inspected;
 use super::HttpsContext;
 use crate::listen::Prefixed;
-use crate::metrics::TlsFailureLabels;
+use crate::metrics::{tls_failure_reason, Frontend, TlsFailureLabels, TlsHandshakeFailureLabels, TlsHandshakeLabels};
 use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
 use crate::tls::client_cert_headers;
 
@@ -39,14 +39,21 @@ pub async fn serve(
         Ok(Err(error)) => {
             debug!(%error, sni = ?hello.server_name, "TLS handshake failed");
             fail("handshake");
+            let reason = TlsHandshakeFailureLabels { reason: tls_failure_reason(&error) };
+            context.metrics.tls_handshake_failures.get_or_create(&reason).inc();
             return;
         }
         Err(_) => {
             fail("handshake_timeout");
+            let reason = TlsHandshakeFailureLabels { reason: "timeout" };
+            context.metrics.tls_handshake_failures.get_or_create(&reason).inc();
             return;
         }
     };
     let session = tls.get_ref().1;
+    let handshake = TlsHandshakeLabels::new(session.protocol_version(), session.alpn_protocol());
+    context.metrics.tls_handshakes.get_or_create(&handshake).inc();
+    let _session = context.metrics.haproxy.frontend(Frontend::FeSni).open_session();
     let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
     let mut state = ClientConnection::new(ConnectionInfo { client, local, proto: "https" });
     if context.client_cert_headers {

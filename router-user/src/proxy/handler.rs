@@ -12,7 +12,7 @@
 //!    handed to the tunnel, counted.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -34,7 +34,7 @@ use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
 use crate::balance::{Attempts, GaveUp};
-use crate::metrics::{BackendLabels, Metrics};
+use crate::metrics::{Frontend, Metrics, ProxyCounters};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
@@ -99,13 +99,17 @@ impl HttpProxy {
         connection: &ClientConnection,
         request: Request<Incoming>,
     ) -> Result<Response<ProxyBody>, RefusedConnection> {
+        let started = Instant::now();
         let (backend, response) = self.route_and_forward(connection, request).await?;
         let code = response.status().as_u16();
-        match backend {
-            Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
-            None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
-        }
+        let frontend = if connection.is_tls() { Frontend::FeSni } else { Frontend::Public };
+        let counted = backend.as_deref().map(|backend| (&backend.labels, &backend.requests));
+        self.metrics.count_response(frontend, counted, code, started.elapsed());
         Ok(response)
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// See [`ProxyOptions::request_head_limit`].
@@ -236,9 +240,21 @@ impl HttpProxy {
             body,
             client_fault,
         };
+        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
+        let _session = backend_proxy.open_session();
+        let started = Instant::now();
         match attempts.run(&mut trial).await {
             Ok((lease, response)) => {
-                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade);
+                let endpoint = lease.endpoint();
+                let server_proxy = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
+                server_proxy.count_session();
+                server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
+                server_proxy.count_response(response.status().as_u16());
+                let elapsed = started.elapsed();
+                server_proxy.observe_response_time(elapsed);
+                backend_proxy.observe_response_time(elapsed);
+                let counters = [backend_proxy.clone(), server_proxy.clone()];
+                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, counters);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -258,6 +274,7 @@ impl HttpProxy {
         lease: EndpointLease,
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
+        counters: [Arc<ProxyCounters>; 2],
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -266,7 +283,7 @@ impl HttpProxy {
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
                 tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
-                return response.map(|body| Either::Left(LeasedBody::new(body, None)));
+                return response.map(|body| Either::Left(LeasedBody::new(body, None, None)));
             }
         }
         let headers = response.headers_mut();
@@ -278,7 +295,7 @@ impl HttpProxy {
             }
         }
         header_actions::apply(&backend.policy.response_headers, headers);
-        response.map(|body| Either::Left(LeasedBody::new(body, Some(lease))))
+        response.map(|body| Either::Left(LeasedBody::new(body, Some(lease), Some(counters))))
     }
 }
 

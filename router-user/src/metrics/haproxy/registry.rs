@@ -1,0 +1,122 @@
+//! The router's HAProxy-style proxies and their counters: the fixed frontends, and a backend per route and a
+//! server per endpoint, created on first use and kept across table rebuilds (a route's counters do not restart
+//! when its table is recompiled), forgotten once the live table no longer has them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use super::counters::ProxyCounters;
+
+/// A compiled backend's or endpoint's counters, resolved once and then used without a lookup.
+pub type CountersSlot = OnceLock<Arc<ProxyCounters>>;
+
+/// The OpenShift router's frontends the router plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frontend {
+    /// `public`: plain HTTP on :80.
+    Public,
+    /// `public_ssl`: every :443 connection, before its SNI sends it to a pod or to termination.
+    PublicSsl,
+    /// `fe_sni`: TLS connections the router terminates (HAProxy splits them into `fe_sni` and `fe_no_sni` by
+    /// the certificate chosen; the router counts both here).
+    FeSni,
+}
+
+impl Frontend {
+    pub const ALL: [Frontend; 3] = [Frontend::Public, Frontend::PublicSsl, Frontend::FeSni];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Frontend::Public => "public",
+            Frontend::PublicSsl => "public_ssl",
+            Frontend::FeSni => "fe_sni",
+        }
+    }
+}
+
+type ServerKey = (Arc<str>, Arc<str>);
+
+#[derive(Debug, Default)]
+pub struct ProxyRegistry {
+    frontends: [Arc<ProxyCounters>; 3],
+    backends: RwLock<HashMap<Arc<str>, Arc<ProxyCounters>>>,
+    /// By (backend name, server id).
+    servers: RwLock<HashMap<ServerKey, Arc<ProxyCounters>>>,
+}
+
+impl ProxyRegistry {
+    pub fn frontend(&self, frontend: Frontend) -> &Arc<ProxyCounters> {
+        &self.frontends[frontend as usize]
+    }
+
+    /// The counters of backend `name`, through `slot` when it already holds them.
+    pub fn backend<'a>(&self, name: &Arc<str>, slot: &'a CountersSlot) -> &'a Arc<ProxyCounters> {
+        slot.get_or_init(|| self.backend_named(name))
+    }
+
+    /// The counters of server `id` of backend `backend`, through `slot` when it already holds them.
+    pub fn server<'a>(&self, backend: &Arc<str>, id: &str, slot: &'a CountersSlot) -> &'a Arc<ProxyCounters> {
+        slot.get_or_init(|| self.server_named(backend, id))
+    }
+
+    pub fn backend_named(&self, name: &Arc<str>) -> Arc<ProxyCounters> {
+        if let Some(found) = read(&self.backends).get(name) {
+            return found.clone();
+        }
+        write(&self.backends).entry(name.clone()).or_default().clone()
+    }
+
+    pub fn server_named(&self, backend: &Arc<str>, id: &str) -> Arc<ProxyCounters> {
+        let key: ServerKey = (backend.clone(), id.into());
+        if let Some(found) = read(&self.servers).get(&key) {
+            return found.clone();
+        }
+        write(&self.servers).entry(key).or_default().clone()
+    }
+
+    /// The counters of a backend or server if it has any yet (the exporter shows zeros otherwise).
+    pub fn existing_backend(&self, name: &str) -> Option<Arc<ProxyCounters>> {
+        read(&self.backends).get(name).cloned()
+    }
+
+    pub fn existing_server(&self, backend: &Arc<str>, id: &str) -> Option<Arc<ProxyCounters>> {
+        read(&self.servers).get(&(backend.clone(), Arc::from(id))).cloned()
+    }
+
+    /// Forgets the backends not in `backends` and the servers not in `servers` (backend name, server id).
+    pub fn retain(&self, backends: &HashSet<&str>, servers: &HashSet<(&str, &str)>) {
+        write(&self.backends).retain(|name, _| backends.contains(&**name));
+        write(&self.servers).retain(|(backend, id), _| servers.contains(&(&**backend, &**id)));
+    }
+}
+
+// The maps hold plain counters: a panic while one was locked cannot leave them inconsistent.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_survive_new_slots_until_forgotten() {
+        let registry = ProxyRegistry::default();
+        let name: Arc<str> = "be_http:ns:web".into();
+        let first = CountersSlot::new();
+        registry.backend(&name, &first).count_response(200);
+        registry.server(&name, "pod:a:web:http:10.0.0.1:80", &CountersSlot::new()).count_response(200);
+        let rebuilt = CountersSlot::new();
+        assert_eq!(registry.backend(&name, &rebuilt).responses()[1], 1, "a rebuilt table keeps the counts");
+
+        registry.retain(&HashSet::from(["be_http:ns:web"]), &HashSet::new());
+        assert!(registry.existing_backend("be_http:ns:web").is_some());
+        assert!(registry.existing_server(&name, "pod:a:web:http:10.0.0.1:80").is_none());
+        registry.retain(&HashSet::new(), &HashSet::new());
+        assert!(registry.existing_backend("be_http:ns:web").is_none());
+    }
+}
