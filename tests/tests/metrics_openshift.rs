@@ -230,3 +230,53 @@ async fn tls_handshakes_and_terminated_requests_are_counted() {
     assert_eq!(value_of(&text, &format!("haproxy_backend_http_responses_total{{{edge_backend},code=\"2xx\"}}")), 1.0);
     router.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passthrough_route_is_a_tcp_backend_counting_bytes_both_ways() {
+    use router_tests::backend::TlsEcho;
+    use router_tests::manifests::{RouteSpec, RouteTls};
+    use router_tests::pki::TestCa;
+    use router_tests::tls_client::{client_config, tls_connect, Trust};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let ca = TestCa::new("pod-ca");
+    let pod_leaf = ca.leaf(&["pass.example.com"]);
+    let echo = TlsEcho::start(&pod_leaf.chain_pem(), &pod_leaf.key_pem).await;
+    let dir = ManifestDir::new();
+    let route =
+        RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("ns", "echo", "pass.example.com", "echo") };
+    dir.write("all.yaml", &[service("ns", "echo", &[echo.addr]), route.yaml()].concat());
+    let router = start_router_with(Settings::for_loopback(dir.path())).await;
+    let mut stream =
+        tls_connect(router.https_addr, Some("pass.example.com"), client_config(Trust::Ca(&ca.cert_pem), &[], None))
+            .await
+            .expect("handshake with the pod through the router");
+    stream.write_all(&[7u8; 1000]).await.expect("send");
+    stream.shutdown().await.expect("close the sending side");
+    let mut echoed = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), stream.read_to_end(&mut echoed))
+        .await
+        .expect("the echo ends")
+        .expect("read the echo");
+    assert_eq!(echoed.len(), 1000);
+
+    let tcp = r#"backend="tcp",namespace="ns",route="echo""#;
+    let stats = router.stats_addr;
+    let text = router_tests::eventually("the relay's bytes", std::time::Duration::from_secs(5), || async move {
+        let text = get(stats, "admin", "/metrics").await.body;
+        series_value(&text, &format!("haproxy_backend_bytes_in_total{{{tcp}}}")).filter(|v| *v > 0.0).map(|_| text)
+    })
+    .await;
+    let relayed_in = value_of(&text, r#"router_passthrough_bytes_total{backend="be_tcp:ns:echo",direction="in"}"#);
+    let relayed_out = value_of(&text, r#"router_passthrough_bytes_total{backend="be_tcp:ns:echo",direction="out"}"#);
+    assert!(relayed_in > 1000.0 && relayed_out > 1000.0, "TLS records carry the 1000 bytes each way");
+    assert_eq!(value_of(&text, &format!("haproxy_backend_bytes_in_total{{{tcp}}}")), relayed_in);
+    assert_eq!(value_of(&text, &format!("haproxy_backend_bytes_out_total{{{tcp}}}")), relayed_out);
+    assert_eq!(value_of(&text, &format!("haproxy_backend_connections_total{{{tcp}}}")), 1.0);
+    assert_eq!(value_of(&text, &format!("haproxy_backend_current_sessions{{{tcp}}}")), 0.0);
+    let server = format!(r#"server="{}",namespace="ns",route="echo",pod="echo-pod-0",service="echo""#, echo.addr);
+    assert_eq!(value_of(&text, &format!("haproxy_server_bytes_in_total{{{server}}}")), relayed_in);
+    assert_eq!(value_of(&text, &format!("haproxy_server_up{{{server}}}")), 1.0);
+    assert!(!text.contains(&format!("haproxy_backend_http_responses_total{{{tcp}")), "a tcp backend has no HTTP rows");
+    router.shutdown().await;
+}

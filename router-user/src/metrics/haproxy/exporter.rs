@@ -216,6 +216,15 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
     let up = Gauge::<i64>::default();
     up.set(1);
     registry.register("haproxy_up", "Was the last scrape of haproxy successful", up);
+    if let Some(limit) = proxies.max_connections() {
+        let gauge = Gauge::<i64>::default();
+        gauge.set(i64::try_from(limit).unwrap_or(i64::MAX));
+        registry.register(
+            "haproxy_max_connections",
+            "Maximum number of concurrent connections configured for the HAProxy process",
+            gauge,
+        );
+    }
     let servers: usize = topology.backends.iter().map(|b| b.servers.len()).sum();
     let threshold = Family::<ThresholdLabels, Gauge>::default();
     set(&threshold, &ThresholdLabels { r#type: "current" }, servers as u64);

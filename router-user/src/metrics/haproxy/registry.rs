@@ -3,6 +3,7 @@
 //! when its table is recompiled), forgotten once the live table no longer has them.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::counters::ProxyCounters;
@@ -42,9 +43,20 @@ pub struct ProxyRegistry {
     backends: RwLock<HashMap<Arc<str>, Arc<ProxyCounters>>>,
     /// By (backend name, server id).
     servers: RwLock<HashMap<ServerKey, Arc<ProxyCounters>>>,
+    /// The process-wide connection limit (ROUTER_MAX_CONNECTIONS) once the router enforces one; 0 = none.
+    max_connections: AtomicU64,
 }
 
 impl ProxyRegistry {
+    /// Publishes `haproxy_max_connections` (the limit's owner calls this at start; unset, the family is absent).
+    pub fn set_max_connections(&self, limit: u64) {
+        self.max_connections.store(limit, Ordering::Relaxed);
+    }
+
+    pub fn max_connections(&self) -> Option<u64> {
+        Some(self.max_connections.load(Ordering::Relaxed)).filter(|limit| *limit > 0)
+    }
+
     pub fn frontend(&self, frontend: Frontend) -> &Arc<ProxyCounters> {
         &self.frontends[frontend as usize]
     }

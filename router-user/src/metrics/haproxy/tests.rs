@@ -83,6 +83,15 @@ fn publishes_openshifts_families_as_gauges_with_its_labels() {
 }
 
 #[test]
+fn the_connection_limit_is_published_once_set() {
+    let proxies = ProxyRegistry::default();
+    assert!(!render(&proxies, &Topology::default()).contains("haproxy_max_connections"));
+    proxies.set_max_connections(50000);
+    let text = render(&proxies, &Topology::default());
+    assert!(text.contains("# TYPE haproxy_max_connections gauge\nhaproxy_max_connections 50000\n"), "{text}");
+}
+
+#[test]
 fn a_backend_that_left_the_table_loses_its_rows_and_counters() {
     let proxies = ProxyRegistry::default();
     let web: Arc<str> = "be_edge_http:shop:web".into();
