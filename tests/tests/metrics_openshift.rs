@@ -280,3 +280,35 @@ async fn a_passthrough_route_is_a_tcp_backend_counting_bytes_both_ways() {
     assert!(!text.contains(&format!("haproxy_backend_http_responses_total{{{tcp}")), "a tcp backend has no HTTP rows");
     router.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_health_checks_are_counted_and_mark_the_server_down() {
+    use router_tests::manifests::RouteSpec;
+
+    let steady = TestBackend::start("steady").await;
+    let refused = closed_port().await;
+    let dir = ManifestDir::new();
+    let route = RouteSpec {
+        annotations: &[("router.openshift.io/haproxy.health.check.interval", "100ms")],
+        ..RouteSpec::new("ns", "web", "checked.test", "web")
+    };
+    dir.write("all.yaml", &[service("ns", "web", &[steady.addr, refused]), route.yaml()].concat());
+    let router = start_router_with(Settings::for_loopback(dir.path())).await;
+    let down = format!(r#"server="{refused}",namespace="ns",route="web",pod="web-pod-1",service="web""#);
+    let up = format!(r#"server="{}",namespace="ns",route="web",pod="web-pod-0",service="web""#, steady.addr);
+    let stats = router.stats_addr;
+    let text =
+        router_tests::eventually("the refusing pod to be checked down", std::time::Duration::from_secs(10), || {
+            let down = down.clone();
+            async move {
+                let text = get(stats, "admin", "/metrics").await.body;
+                (series_value(&text, &format!("haproxy_server_up{{{down}}}")) == Some(0.0)).then_some(text)
+            }
+        })
+        .await;
+    assert!(value_of(&text, &format!("haproxy_server_check_failures_total{{{down}}}")) >= 3.0, "{text}");
+    assert_eq!(value_of(&text, &format!("haproxy_server_check_failures_total{{{up}}}")), 0.0);
+    assert_eq!(value_of(&text, &format!("haproxy_server_up{{{up}}}")), 1.0);
+    assert_eq!(value_of(&text, r#"haproxy_backend_up{backend="http",namespace="ns",route="web"}"#), 1.0);
+    router.shutdown().await;
+}
