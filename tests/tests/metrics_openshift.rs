@@ -205,6 +205,9 @@ async fn tls_handshakes_and_terminated_requests_are_counted() {
     let reply = https_get(https, Some("secure.example.com"), "secure.example.com", "/", trusted).await;
     assert_eq!(reply.reply.status, 200);
     assert_eq!(reply.alpn.as_deref(), Some("h2"));
+    // No SNI: the default certificate, frontend fe_no_sni (HTTP/1.1 there).
+    let anything = client_config(Trust::Anything, &[], None);
+    assert_eq!(https_get(https, None, "secure.example.com", "/", anything).await.reply.status, 200);
     // A client that does not trust the certificate aborts the handshake with an alert.
     let other = TestCa::new("other-ca");
     let distrustful = client_config(Trust::Ca(&other.cert_pem), &[], None);
@@ -222,12 +225,15 @@ async fn tls_handshakes_and_terminated_requests_are_counted() {
     .await;
     assert_eq!(value_of(&text, r#"router_tls_handshake_failures_total{reason="alert_received"}"#), 1.0);
     assert_eq!(value_of(&text, r#"router_tls_handshakes_total{version="TLSv1_3",alpn="h2"}"#), 1.0);
+    assert_eq!(value_of(&text, r#"router_tls_handshakes_total{version="TLSv1_3",alpn="none"}"#), 1.0);
     assert_eq!(value_of(&text, r#"router_tls_connection_failures_total{reason="handshake"}"#), 1.0);
-    assert_eq!(value_of(&text, r#"haproxy_frontend_connections_total{frontend="public_ssl"}"#), 2.0);
+    assert_eq!(value_of(&text, r#"haproxy_frontend_connections_total{frontend="public_ssl"}"#), 3.0);
+    assert_eq!(value_of(&text, r#"haproxy_frontend_connections_total{frontend="fe_no_sni"}"#), 1.0);
+    assert_eq!(value_of(&text, r#"haproxy_frontend_http_responses_total{frontend="fe_no_sni",code="2xx"}"#), 1.0);
     assert_eq!(value_of(&text, r#"haproxy_frontend_connections_total{frontend="fe_sni"}"#), 1.0);
     assert_eq!(value_of(&text, r#"haproxy_frontend_http_responses_total{frontend="fe_sni",code="2xx"}"#), 1.0);
     let edge_backend = r#"backend="https-edge",namespace="ns",route="web""#;
-    assert_eq!(value_of(&text, &format!("haproxy_backend_http_responses_total{{{edge_backend},code=\"2xx\"}}")), 1.0);
+    assert_eq!(value_of(&text, &format!("haproxy_backend_http_responses_total{{{edge_backend},code=\"2xx\"}}")), 2.0);
     router.shutdown().await;
 }
 

@@ -53,9 +53,11 @@ pub async fn serve(
     let session = tls.get_ref().1;
     let handshake = TlsHandshakeLabels::new(session.protocol_version(), session.alpn_protocol());
     context.metrics.tls_handshakes.get_or_create(&handshake).inc();
-    let _session = context.metrics.haproxy.frontend(Frontend::FeSni).open_session();
+    let frontend = if hello.server_name.is_some() { Frontend::FeSni } else { Frontend::FeNoSni };
+    let _session = context.metrics.haproxy.frontend(frontend).open_session();
     let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
     let mut state = ClientConnection::new(ConnectionInfo { client, local, proto: "https" });
+    state.frontend = frontend;
     if context.client_cert_headers {
         state.tls_headers = client_cert_headers(session.peer_certificates());
     }

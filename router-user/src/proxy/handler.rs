@@ -76,12 +76,16 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
+    /// The OpenShift frontend its requests are counted on: `public` for plain HTTP, `fe_sni` (or `fe_no_sni`
+    /// when the client sent no SNI) for terminated TLS.
+    pub frontend: Frontend,
     tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), tickets: ConnectionTickets::default() }
+        let frontend = if info.proto == "https" { Frontend::FeSni } else { Frontend::Public };
+        Self { info, tls_headers: Vec::new(), frontend, tickets: ConnectionTickets::default() }
     }
 
     fn is_tls(&self) -> bool {
@@ -102,7 +106,7 @@ impl HttpProxy {
         let started = Instant::now();
         let (backend, response) = self.route_and_forward(connection, request).await?;
         let code = response.status().as_u16();
-        let frontend = if connection.is_tls() { Frontend::FeSni } else { Frontend::Public };
+        let frontend = connection.frontend;
         let counted = backend.as_deref().map(|backend| (&backend.labels, &backend.requests));
         self.metrics.count_response(frontend, counted, code, started.elapsed());
         Ok(response)

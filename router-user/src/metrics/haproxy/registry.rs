@@ -18,19 +18,21 @@ pub enum Frontend {
     Public,
     /// `public_ssl`: every :443 connection, before its SNI sends it to a pod or to termination.
     PublicSsl,
-    /// `fe_sni`: TLS connections the router terminates (HAProxy splits them into `fe_sni` and `fe_no_sni` by
-    /// the certificate chosen; the router counts both here).
+    /// `fe_sni`: TLS connections the router terminates that named a host (SNI).
     FeSni,
+    /// `fe_no_sni`: terminated TLS connections without SNI (served the default certificate).
+    FeNoSni,
 }
 
 impl Frontend {
-    pub const ALL: [Frontend; 3] = [Frontend::Public, Frontend::PublicSsl, Frontend::FeSni];
+    pub const ALL: [Frontend; 4] = [Frontend::Public, Frontend::PublicSsl, Frontend::FeSni, Frontend::FeNoSni];
 
     pub fn name(self) -> &'static str {
         match self {
             Frontend::Public => "public",
             Frontend::PublicSsl => "public_ssl",
             Frontend::FeSni => "fe_sni",
+            Frontend::FeNoSni => "fe_no_sni",
         }
     }
 }
@@ -39,7 +41,7 @@ type ServerKey = (Arc<str>, Arc<str>);
 
 #[derive(Debug, Default)]
 pub struct ProxyRegistry {
-    frontends: [Arc<ProxyCounters>; 3],
+    frontends: [Arc<ProxyCounters>; 4],
     backends: RwLock<HashMap<Arc<str>, Arc<ProxyCounters>>>,
     /// By (backend name, server id).
     servers: RwLock<HashMap<ServerKey, Arc<ProxyCounters>>>,
