@@ -84,6 +84,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
+    metrics.haproxy.set_server_threshold(settings.metrics.metrics_server_threshold);
     let readiness = Arc::new(Readiness::default());
     let (stop, stopped) = watch::channel(false);
 

@@ -1,6 +1,7 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
 mod limits;
+mod metrics;
 mod routing;
 mod stats_auth;
 mod tls;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use clap::Parser;
 
 pub use limits::LimitArgs;
+pub use metrics::MetricsArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use stats_auth::{StatsAuthArgs, StatsAuthError};
 pub use tls::{MutualTls, TlsArgs};
@@ -126,6 +128,10 @@ pub struct Settings {
     /// Basic auth on /metrics and /debug/* (STATS_USERNAME, STATS_PASSWORD and their _FILE forms).
     #[command(flatten)]
     pub stats_auth: StatsAuthArgs,
+
+    /// The `haproxy_*` metrics (ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD).
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

@@ -21,10 +21,6 @@ use super::counters::{ProxyCounters, RESPONSE_CLASSES};
 use super::names::{backend_labels, server_labels};
 use super::registry::{Frontend, ProxyRegistry};
 
-/// openshift/router's default `ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD`: with more servers than this, only
-/// frontend and backend rows are published.
-pub const SERVER_THRESHOLD: usize = 500;
-
 /// The backends and servers of the live table, as the exporter needs them.
 #[derive(Clone, Debug, Default)]
 pub struct Topology {
@@ -225,10 +221,11 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
             gauge,
         );
     }
-    let servers: usize = topology.backends.iter().map(|b| b.servers.len()).sum();
+    let servers = topology.backends.iter().map(|b| b.servers.len() as u64).sum::<u64>();
+    let server_threshold = proxies.server_threshold();
     let threshold = Family::<ThresholdLabels, Gauge>::default();
-    set(&threshold, &ThresholdLabels { r#type: "current" }, servers as u64);
-    set(&threshold, &ThresholdLabels { r#type: "limit" }, SERVER_THRESHOLD as u64);
+    set(&threshold, &ThresholdLabels { r#type: "current" }, servers);
+    set(&threshold, &ThresholdLabels { r#type: "limit" }, server_threshold);
     registry.register(
         "haproxy_exporter_server_threshold",
         "Number of servers tracked and the current threshold value",
@@ -275,7 +272,7 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
                 set(&backend_responses, &labels, count);
             }
         }
-        if servers > SERVER_THRESHOLD {
+        if servers > server_threshold {
             continue;
         }
         for server in &backend.servers {
@@ -303,7 +300,7 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
     }
     backends.register(&mut registry, "backend");
     registry.register("haproxy_backend_http_responses_total", "Total of HTTP responses", backend_responses);
-    if servers <= SERVER_THRESHOLD {
+    if servers <= server_threshold {
         server_columns.register(&mut registry, "server");
         registry.register("haproxy_server_http_responses_total", "Total of HTTP responses", server_responses);
     }

@@ -12,6 +12,6 @@ mod sliding_average;
 mod tests;
 
 pub use counters::{response_class, ProxyCounters, Session, RESPONSE_CLASSES};
-pub use exporter::{scrape, BackendView, ServerView, Topology, SERVER_THRESHOLD};
+pub use exporter::{scrape, BackendView, ServerView, Topology};
 pub use names::{backend_labels, server_labels};
-pub use registry::{CountersSlot, Frontend, ProxyRegistry};
+pub use registry::{CountersSlot, Frontend, ProxyRegistry, DEFAULT_SERVER_THRESHOLD};

@@ -39,6 +39,9 @@ impl Frontend {
 
 type ServerKey = (Arc<str>, Arc<str>);
 
+/// openshift/router's default `ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD`.
+pub const DEFAULT_SERVER_THRESHOLD: u64 = 500;
+
 #[derive(Debug, Default)]
 pub struct ProxyRegistry {
     frontends: [Arc<ProxyCounters>; 4],
@@ -47,6 +50,8 @@ pub struct ProxyRegistry {
     servers: RwLock<HashMap<ServerKey, Arc<ProxyCounters>>>,
     /// The process-wide connection limit (ROUTER_MAX_CONNECTIONS) once the router enforces one; 0 = none.
     max_connections: AtomicU64,
+    /// ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD; 0 = openshift/router's default.
+    server_threshold: AtomicU64,
 }
 
 impl ProxyRegistry {
@@ -57,6 +62,18 @@ impl ProxyRegistry {
 
     pub fn max_connections(&self) -> Option<u64> {
         Some(self.max_connections.load(Ordering::Relaxed)).filter(|limit| *limit > 0)
+    }
+
+    /// With more servers than `threshold`, only frontend and backend rows are published.
+    pub fn set_server_threshold(&self, threshold: u64) {
+        self.server_threshold.store(threshold, Ordering::Relaxed);
+    }
+
+    pub fn server_threshold(&self) -> u64 {
+        match self.server_threshold.load(Ordering::Relaxed) {
+            0 => DEFAULT_SERVER_THRESHOLD,
+            threshold => threshold,
+        }
     }
 
     pub fn frontend(&self, frontend: Frontend) -> &Arc<ProxyCounters> {

@@ -103,11 +103,17 @@ fn a_backend_that_left_the_table_loses_its_rows_and_counters() {
 
 #[test]
 fn server_rows_stop_past_the_threshold() {
-    let servers = (0..=SERVER_THRESHOLD)
+    let servers = (0..=DEFAULT_SERVER_THRESHOLD)
         .map(|i| ServerView { id: format!("pod:p{i}:s:http:10.2.0.1:{i}"), up: true, in_flight: 0 })
         .collect();
     let topology = Topology { backends: vec![BackendView { name: "be_http:ns:big".into(), http: true, servers }] };
     let text = render(&ProxyRegistry::default(), &topology);
     assert!(!text.contains("haproxy_server_up"), "server rows past the threshold");
     assert!(text.contains(r#"haproxy_backend_up{backend="http",namespace="ns",route="big"} 1"#), "{text}");
+
+    let raised = ProxyRegistry::default();
+    raised.set_server_threshold(DEFAULT_SERVER_THRESHOLD + 1);
+    let text = render(&raised, &topology);
+    assert!(text.contains("haproxy_server_up{"), "ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD raised");
+    assert!(text.contains(r#"haproxy_exporter_server_threshold{type="limit"} 501"#), "{text}");
 }
