@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 use crate::access_log::AccessLog;
-use crate::admin::{serve_admin, AdminState, Readiness};
-use crate::config::{AccessLogError, RoutingError, Settings};
+use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
+use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, IpMode};
 use crate::metrics::Metrics;
@@ -42,6 +42,8 @@ pub enum StartError {
     AccessLog(#[from] AccessLogError),
     #[error("access log: cannot open the destination: {0}")]
     AccessLogSink(io::Error),
+    #[error("admin listener: {0}")]
+    StatsAuth(#[from] StatsAuthError),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -99,6 +101,7 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         .await
         .map_err(StartError::AccessLogSink)?;
     proxy_options.access_log = access_log;
+    metrics.haproxy.set_server_threshold(settings.metrics.metrics_server_threshold);
     let readiness = Arc::new(Readiness::default());
     readiness.set_ports_unbound(after_sync);
     let (stop, stopped) = watch::channel(false);
@@ -109,6 +112,8 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         metrics: metrics.clone(),
         table: table.clone(),
         skipped: skipped.clone(),
+        guard: admin_guard(&settings, &source).await?,
+        xdp_pin_dir: settings.xdp_iface.is_some().then(|| settings.bpf_pin_dir.clone()),
     };
     let admin = Arc::new(admin);
     let admin_tasks: Vec<JoinHandle<()>> = admin_listeners
@@ -239,6 +244,19 @@ impl RunningRouter {
         }
         info!("router stopped");
     }
+}
+
+/// Basic credentials when configured; with the Kubernetes source, bearer tokens reviewed by its API server.
+async fn admin_guard(settings: &Settings, source: &SourceChoice) -> Result<AdminGuard, StartError> {
+    let basic = settings.stats_auth.credentials()?;
+    let kube = match source {
+        SourceChoice::Kube(kubeconfig) => {
+            let client = crate::source::kube::connect(kubeconfig.as_deref()).await?;
+            Some(KubeReviewer::new(client, settings.router_name.clone()))
+        }
+        SourceChoice::Manifests(_) => None,
+    };
+    Ok(AdminGuard { basic, kube })
 }
 
 fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> KubeOptions {

@@ -4,7 +4,9 @@ mod access_log;
 mod http;
 mod limits;
 mod listeners;
+mod metrics;
 mod routing;
+mod stats_auth;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -17,7 +19,9 @@ pub use access_log::{AccessLogArgs, AccessLogError};
 pub use http::HttpArgs;
 pub use limits::LimitArgs;
 pub use listeners::ListenerArgs;
+pub use metrics::MetricsArgs;
 pub use routing::{RoutingArgs, RoutingError};
+pub use stats_auth::{StatsAuthArgs, StatsAuthError};
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -144,6 +148,14 @@ pub struct Settings {
     /// Access log: syslog destination, level, facility, format, captures, unique id.
     #[command(flatten)]
     pub access_log: AccessLogArgs,
+
+    /// Basic auth on /metrics and /debug/* (STATS_USERNAME, STATS_PASSWORD and their _FILE forms).
+    #[command(flatten)]
+    pub stats_auth: StatsAuthArgs,
+
+    /// The `haproxy_*` metrics (ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD).
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

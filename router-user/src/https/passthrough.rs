@@ -16,7 +16,7 @@ use tracing::debug;
 use super::HttpsContext;
 use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC_SSL};
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
-use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels};
+use crate::metrics::{BackendOnlyLabels, CountersSlot, PassthroughLabels, TlsFailureLabels};
 use crate::protection::RouteGate;
 use crate::table::{Backend, Endpoint};
 
@@ -56,8 +56,13 @@ pub async fn relay_to_pod(
         return;
     }
     context.metrics.passthrough_connections.get_or_create(&BackendOnlyLabels { backend: labels.backend.clone() }).inc();
+    let backend_proxy = context.metrics.backend_proxy(labels, &backend.requests);
+    let _session = backend_proxy.open_session();
+    let server_proxy = context.metrics.haproxy.server(&labels.backend, &endpoint.id, &endpoint.proxy);
+    server_proxy.count_session();
     // Counted for leastconn while the connection lasts.
     endpoint.in_flight.enter();
+    server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
     let relayed = context.passthrough_relay.carry(client_stream, pod, backend.policy.tunnel_timeout).await;
     endpoint.in_flight.leave();
     match relayed {
@@ -68,6 +73,9 @@ pub async fn relay_to_pod(
             };
             count("in", stats.to_pod + hello.len() as u64);
             count("out", stats.to_client);
+            for proxy in [backend_proxy, server_proxy] {
+                proxy.add_bytes(stats.to_pod + hello.len() as u64, stats.to_client);
+            }
             line.end(Termination::NORMAL, stats.to_client, stats.to_pod + hello.len() as u64);
         }
         Err(error) => {
@@ -187,6 +195,10 @@ impl PickedEndpoint for PickedPod<'_> {
 
     fn health(&self) -> &EndpointHealth {
         &self.endpoint.health
+    }
+
+    fn proxy(&self) -> Option<(&str, &CountersSlot)> {
+        Some((&self.endpoint.id, &self.endpoint.proxy))
     }
 }
 

@@ -12,7 +12,7 @@
 //!    handed to the tunnel, counted.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -22,8 +22,8 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
-use super::compression::{GzipBody, ResponseCompression};
 use super::client_io::HeadTiming;
+use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
@@ -39,7 +39,7 @@ use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
 use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
-use crate::metrics::{BackendLabels, Metrics};
+use crate::metrics::{Frontend, Metrics, ProxyCounters};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
@@ -97,12 +97,22 @@ pub struct ClientConnection {
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
     /// When the connection was taken (the access log's `%t`).
     pub accepted_at: SystemTime,
+    /// The OpenShift frontend its requests are counted on: `public` for plain HTTP, `fe_sni` (or `fe_no_sni`
+    /// when the client sent no SNI) for terminated TLS.
+    pub frontend: Frontend,
     tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), accepted_at: SystemTime::now(), tickets: ConnectionTickets::default() }
+        let frontend = if info.proto == "https" { Frontend::FeSni } else { Frontend::Public };
+        Self {
+            info,
+            tls_headers: Vec::new(),
+            accepted_at: SystemTime::now(),
+            frontend,
+            tickets: ConnectionTickets::default(),
+        }
     }
 
     fn is_tls(&self) -> bool {
@@ -123,6 +133,7 @@ impl HttpProxy {
         mut request: Request<Incoming>,
         timing: HeadTiming,
     ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
+        let started = Instant::now();
         let mut log =
             RequestLog::begin(&self.options.access_log, &connection.info, connection.accepted_at, &request, timing);
         if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
@@ -138,10 +149,9 @@ impl HttpProxy {
             }
         };
         let code = response.status().as_u16();
-        match &backend {
-            Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
-            None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
-        }
+        let frontend = connection.frontend;
+        let counted = backend.as_deref().map(|backend| (&backend.labels, &backend.requests));
+        self.metrics.count_response(frontend, counted, code, started.elapsed());
         if let Some(log) = log.as_mut() {
             log.responded(backend.as_deref(), &response);
         }
@@ -155,6 +165,10 @@ impl HttpProxy {
     /// See [`ProxyOptions::h1_case_adjust`].
     pub fn h1_case_adjust(&self) -> Option<Arc<HeaderCaseMap>> {
         self.options.h1_case_adjust.clone()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// See [`ProxyOptions::request_head_limit`].
@@ -290,12 +304,25 @@ impl HttpProxy {
             body,
             client_fault,
         };
+        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
+        let _session = backend_proxy.open_session();
+        let started = Instant::now();
         match attempts.run(&mut trial).await {
             Ok((lease, mut response)) => {
                 if self.options.access_log.records_requests() {
                     response.extensions_mut().insert(ServedBy(lease.index()));
                 }
-                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
+                let endpoint = lease.endpoint();
+                let server_proxy = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
+                server_proxy.count_session();
+                server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
+                server_proxy.count_response(response.status().as_u16());
+                let elapsed = started.elapsed();
+                server_proxy.observe_response_time(elapsed);
+                backend_proxy.observe_response_time(elapsed);
+                let counters = [backend_proxy.clone(), server_proxy.clone()];
+                let mut response =
+                    self.respond(backend, response, lease, client_cookie, client_upgrade, gzip, counters);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -316,6 +343,7 @@ impl HttpProxy {
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
         gzip: bool,
+        counters: [Arc<ProxyCounters>; 2],
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -324,7 +352,7 @@ impl HttpProxy {
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
                 tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
-                return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None))));
+                return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None, None))));
             }
         }
         // Decided on the pod's headers, before the response header actions (HAProxy's filter order).
@@ -339,7 +367,7 @@ impl HttpProxy {
         }
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| {
-            let body = LeasedBody::new(body, Some(lease));
+            let body = LeasedBody::new(body, Some(lease), Some(counters));
             Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
         })
     }
