@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::metrics::Metrics;
 use crate::table::{Backend, RouteTable};
 
 /// The longest the checker sleeps before it looks whether its table is still the live one.
@@ -24,7 +25,9 @@ const BATCH: usize = 256;
 /// Upper bound of one check's connect.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub fn spawn_checks(table: Weak<RouteTable>) -> JoinHandle<()> {
+/// Checks the endpoints of `table` until it is no longer live; failed checks are counted in `metrics`
+/// (`haproxy_server_check_failures_total`).
+pub fn spawn_checks(table: Weak<RouteTable>, metrics: Arc<Metrics>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let Some(live) = table.upgrade() else { return };
         let targets = checked_endpoints(&live);
@@ -49,7 +52,7 @@ pub fn spawn_checks(table: Weak<RouteTable>) -> JoinHandle<()> {
                 queue.pop();
                 batch.push(index);
             }
-            join_all(batch.iter().map(|&i| check(&targets[i].0, targets[i].1))).await;
+            join_all(batch.iter().map(|&i| check(&targets[i].0, targets[i].1, &metrics))).await;
             let now = Instant::now();
             for index in batch {
                 let (backend, endpoint) = &targets[index];
@@ -70,7 +73,7 @@ fn checked_endpoints(table: &RouteTable) -> Vec<(Arc<Backend>, usize)> {
     targets
 }
 
-async fn check(backend: &Backend, endpoint: usize) {
+async fn check(backend: &Backend, endpoint: usize, metrics: &Metrics) {
     let endpoint = &backend.endpoints[endpoint];
     // The state shared across rebuilds decides: a check another table's task just ran is not repeated.
     if !endpoint.health.check_due(backend.policy.health_check_interval) {
@@ -80,6 +83,8 @@ async fn check(backend: &Backend, endpoint: usize) {
     let passed = matches!(tokio::time::timeout(timeout, TcpStream::connect(endpoint.addr)).await, Ok(Ok(_)));
     if !passed {
         tracing::debug!(endpoint = %endpoint.addr, route = %backend.route, "health check failed");
+        let counters = metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
+        counters.check_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     endpoint.health.record_check(passed);
 }

@@ -3,7 +3,8 @@
 //!
 //! Layering: modules depend only downward, with no circle. At the bottom are leaf types: `duration` (HAProxy's
 //! time syntax), `model` (typed objects, the `Snapshot`, and what derives from a snapshot alone, such as the
-//! router's own Service as this node sees it) and `metrics`. Above them `policy` reads route annotations; then
+//! router's own Service as this node sees it), `metrics` and `access_log` (HAProxy log-format lines, syslog
+//! framing, the writer task and its bounded queue). Above them `policy` reads route annotations; then
 //! `admission` (which routes are served, host validation included), `tls` (certificates and rustls
 //! configurations), `balance` and `protection`; then `table`, the compiled route table built from all of those;
 //! then `source`, which also writes route status from a table's outcomes. Serving sits on top: `listen` (accepting
@@ -17,6 +18,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod access_log;
 pub mod admin;
 pub mod admission;
 pub mod balance;

@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
                 mode: settings.xdp_mode,
                 pin_dir: settings.bpf_pin_dir.clone(),
                 conntrack_size: settings.xdp_conntrack_size,
+                pod_interfaces: settings.xdp_pod_interfaces.clone(),
             };
             Some(XdpFront::attach(&options).with_context(|| format!("attaching the XDP front to {iface}"))?)
         }

@@ -1,5 +1,7 @@
 //! Turns each source update into a new compiled table, built on a blocking thread and swapped in whole.
-//! Updates that arrive during a build are coalesced: only the newest is built next.
+//! Updates that arrive during a build are coalesced: only the newest is built next. For OpenShift's
+//! `template_router_*` families the build is the "write config" and the swap the "reload"; a build that fails
+//! is a failed reload.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -57,6 +59,7 @@ impl Publisher {
                 Ok(built) => built,
                 Err(error) => {
                     warn!(%error, "route table build failed; the previous table stays live");
+                    self.metrics.template_router.reload_failed(started.elapsed());
                     tokio::task::spawn_blocking(move || drop(stale));
                     continue;
                 }
@@ -87,7 +90,9 @@ impl Publisher {
         let new_warnings = log_new_warnings(&previous, &table);
         self.metrics.route_warnings.inc_by(new_warnings);
         let elapsed = started.elapsed();
+        let swap_started = Instant::now();
         self.metrics.table_build_seconds.observe(elapsed.as_secs_f64());
+        self.metrics.template_router.observe_write_config(elapsed);
         self.metrics.table_generation.set(table.generation as i64);
         let admitted = table.routes_admitted();
         let rejected = table.outcomes.len() - admitted;
@@ -102,11 +107,12 @@ impl Publisher {
         );
         let table = Arc::new(table);
         self.table.store(table.clone());
-        spawn_checks(Arc::downgrade(&table));
+        spawn_checks(Arc::downgrade(&table), self.metrics.clone());
         self.readiness.mark_table_ready();
         if let Some(published) = &self.published {
             published.send_replace(table.clone());
         }
+        self.metrics.template_router.observe_reload(swap_started.elapsed());
         if Arc::strong_count(&previous) == 1 {
             // The last holder of the old table: free it off the runtime.
             tokio::task::spawn_blocking(move || drop(previous));

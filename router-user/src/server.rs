@@ -10,8 +10,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use crate::admin::{serve_admin, AdminState, Readiness};
-use crate::config::{RoutingError, Settings};
+use crate::access_log::AccessLog;
+use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
+use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, IpMode};
 use crate::metrics::Metrics;
@@ -39,6 +40,12 @@ pub enum StartError {
     Routing(#[from] RoutingError),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    #[error("access log: {0}")]
+    AccessLog(#[from] AccessLogError),
+    #[error("access log: cannot open the destination: {0}")]
+    AccessLogSink(io::Error),
+    #[error("admin listener: {0}")]
+    StatsAuth(#[from] StatsAuthError),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -96,9 +103,15 @@ pub async fn start_with_steering(
         true => None,
         false => Some((bind("http", settings.http_addr(), mode)?, bind("https", settings.https_addr(), mode)?)),
     };
+    let access_log_options = settings.access_log.options()?;
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
+    let (access_log, access_log_task) = AccessLog::start(access_log_options, metrics.access_log_dropped_lines.clone())
+        .await
+        .map_err(StartError::AccessLogSink)?;
+    proxy_options.access_log = access_log;
+    metrics.haproxy.set_server_threshold(settings.metrics.metrics_server_threshold);
     let readiness = Arc::new(Readiness::default());
     readiness.set_ports_unbound(after_sync);
     let (stop, stopped) = watch::channel(false);
@@ -109,6 +122,8 @@ pub async fn start_with_steering(
         metrics: metrics.clone(),
         table: table.clone(),
         skipped: skipped.clone(),
+        guard: admin_guard(&settings, &source).await?,
+        xdp_pin_dir: settings.xdp_iface.is_some().then(|| settings.bpf_pin_dir.clone()),
     };
     let admin = Arc::new(admin);
     let admin_tasks: Vec<JoinHandle<()>> = admin_listeners
@@ -146,6 +161,7 @@ pub async fn start_with_steering(
     let publish_task = tokio::spawn(publisher.run(updates_rx));
     let mut background = admin_tasks;
     background.extend([watch_task, publish_task]);
+    background.extend(access_log_task);
     let local_service = settings.router_service.as_ref().map(|service| {
         let node = node_name_or_hostname(settings.node_name.as_deref());
         let (local_tx, local_rx) = watch::channel(None);
@@ -264,6 +280,19 @@ fn start_steering(
             None
         }
     }
+}
+
+/// Basic credentials when configured; with the Kubernetes source, bearer tokens reviewed by its API server.
+async fn admin_guard(settings: &Settings, source: &SourceChoice) -> Result<AdminGuard, StartError> {
+    let basic = settings.stats_auth.credentials()?;
+    let kube = match source {
+        SourceChoice::Kube(kubeconfig) => {
+            let client = crate::source::kube::connect(kubeconfig.as_deref()).await?;
+            Some(KubeReviewer::new(client, settings.router_name.clone()))
+        }
+        SourceChoice::Manifests(_) => None,
+    };
+    Ok(AdminGuard { basic, kube })
 }
 
 fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> KubeOptions {

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod cli;
 pub mod client;
 pub mod manifests;
+pub mod metrics_text;
 pub mod netns;
 pub mod pki;
 pub mod proxy_header;

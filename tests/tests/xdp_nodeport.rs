@@ -323,6 +323,12 @@ fn nodeport_case(mode: &str, n: u32) {
     assert!(counters.get("ipv6") >= 3, "{counters:?}");
     assert_eq!(counters.get("drop_no_endpoint"), 0, "{counters:?}");
     assert_invariants(&counters);
+    // The same map on the admin port's /metrics, read at the scrape (so at least what was dumped before).
+    let scrape = topo.node.command("curl").args(["-sS", "-m", "3", "http://127.0.0.1:1936/metrics"]).output();
+    let scrape = String::from_utf8_lossy(&scrape.expect("curl /metrics").stdout).into_owned();
+    let nat_metric = scrape.lines().find_map(|line| line.strip_prefix("router_xdp_packets_total{counter=\"nat\"} "));
+    let nat_metric = nat_metric.and_then(|value| value.trim().parse::<u64>().ok());
+    assert!(nat_metric.is_some_and(|nat| nat >= counters.get("nat")), "router_xdp_packets_total: {scrape}");
     let fill = xdp["maps"].as_array().expect("maps");
     let ports = fill.iter().find(|m| m["name"] == "NODE_PORTS").expect("NODE_PORTS fill");
     assert_eq!(ports["entries"], 4, "http and https, IPv4 and IPv6");

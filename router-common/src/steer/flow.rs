@@ -108,7 +108,8 @@ pub struct SteerFlow {
     pub tcp: SteerTcp,
     /// [`STEER_TO_CLIENT`] entries: the highest acknowledgement number P sent (serially), kept by
     /// the translation stage so that the router knows when the ClientHello it replayed on leg B
-    /// arrived whole.
+    /// arrived whole. Written as 0 ("none yet": the first ACK from P sets it) or as Ic + 1; from
+    /// then on it only moves forward ([`super::rules::acked_max`]), across the 2^32 wrap too.
     pub acked: u32,
     pub _pad2: u32,
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tracing::{debug, warn};
 
 use super::EndpointHealth;
-use crate::metrics::{Metrics, UpstreamErrorLabels};
+use crate::metrics::{CountersSlot, Metrics, UpstreamErrorLabels};
 
 /// At most this many endpoints are tried for one request or passthrough connection.
 pub const MAX_ATTEMPTS: usize = 3;
@@ -24,6 +24,10 @@ pub trait PickedEndpoint {
     fn index(&self) -> usize;
     fn addr(&self) -> SocketAddr;
     fn health(&self) -> &EndpointHealth;
+    /// Its server id and the slot of its `haproxy_server_*` counters, when it has them.
+    fn proxy(&self) -> Option<(&str, &CountersSlot)> {
+        None
+    }
 }
 
 /// Why an attempt failed.
@@ -96,6 +100,7 @@ impl Attempts<'_> {
                     let kind = error.kind();
                     let labels = UpstreamErrorLabels { backend: self.backend.clone(), kind };
                     self.metrics.upstream_errors.get_or_create(&labels).inc();
+                    self.count_haproxy_error(&picked, error.is_connect());
                     warn!(backend = %self.backend, endpoint = %picked.addr(), kind, %error, "endpoint attempt failed");
                     if !error.is_connect() {
                         return Err(GaveUp::Failed(error));
@@ -108,5 +113,17 @@ impl Attempts<'_> {
             }
         }
         Err(GaveUp::Exhausted)
+    }
+
+    /// A failed attempt in the `haproxy_*` counters: a connection error when nothing was exchanged, else a
+    /// response error, for the backend and the server.
+    fn count_haproxy_error(&self, picked: &impl PickedEndpoint, connect: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let backend = self.metrics.haproxy.backend_named(self.backend);
+        let server = picked.proxy().map(|(id, slot)| self.metrics.haproxy.server(self.backend, id, slot).clone());
+        for counters in std::iter::once(&backend).chain(server.as_ref()) {
+            let counter = if connect { &counters.connection_errors } else { &counters.response_errors };
+            counter.fetch_add(1, Relaxed);
+        }
     }
 }

@@ -1,9 +1,12 @@
 //! Settings: clap flags, each bound to the OpenShift router's environment variable where one exists.
 
+mod access_log;
 mod http;
 mod limits;
 mod listeners;
+mod metrics;
 mod routing;
+mod stats_auth;
 mod steer;
 mod tls;
 
@@ -13,10 +16,13 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use access_log::{AccessLogArgs, AccessLogError};
 pub use http::HttpArgs;
 pub use limits::LimitArgs;
 pub use listeners::ListenerArgs;
+pub use metrics::MetricsArgs;
 pub use routing::{RoutingArgs, RoutingError};
+pub use stats_auth::{StatsAuthArgs, StatsAuthError};
 pub use steer::SteerArgs;
 pub use tls::{MutualTls, TlsArgs};
 
@@ -115,6 +121,11 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_MODE", value_enum, default_value_t = XdpMode::Auto)]
     pub xdp_mode: XdpMode,
 
+    /// Pod-facing interfaces (comma separated) where the XDP front runs too, in the same mode with the same maps:
+    /// the pods' packets of steered passthrough flows arrive there. --xdp-iface itself is skipped.
+    #[arg(long, env = "ROUTER_XDP_POD_INTERFACES", value_delimiter = ',')]
+    pub xdp_pod_interfaces: Vec<String>,
+
     /// Route admission, balancing, headers, cookies and client timeouts.
     #[command(flatten)]
     pub routing: RoutingArgs,
@@ -139,6 +150,18 @@ pub struct Settings {
     /// ROUTER_BIND_PORTS_AFTER_SYNC).
     #[command(flatten)]
     pub listeners: ListenerArgs,
+
+    /// Access log: syslog destination, level, facility, format, captures, unique id.
+    #[command(flatten)]
+    pub access_log: AccessLogArgs,
+
+    /// Basic auth on /metrics and /debug/* (STATS_USERNAME, STATS_PASSWORD and their _FILE forms).
+    #[command(flatten)]
+    pub stats_auth: StatsAuthArgs,
+
+    /// The `haproxy_*` metrics (ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD).
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 
     /// bpffs directory where the XDP maps are pinned.
     #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]

@@ -12,7 +12,7 @@ use tracing::{debug, info_span, Instrument};
 use super::inspect::read_client_hello;
 use super::{passthrough, terminate, HttpsContext};
 use crate::listen::client_of;
-use crate::metrics::TlsFailureLabels;
+use crate::metrics::{Frontend, TlsFailureLabels};
 
 pub async fn serve_connection(
     mut stream: TcpStream,
@@ -20,6 +20,7 @@ pub async fn serve_connection(
     context: Arc<HttpsContext>,
     shutdown: watch::Receiver<bool>,
 ) {
+    let _session = context.metrics.haproxy.frontend(Frontend::PublicSsl).open_session();
     let Some((client, leftover)) = client_of(&mut stream, peer, &context.timeouts).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "proxy_protocol" }).inc();
         return;

@@ -9,15 +9,16 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tracing::debug;
 
 use super::HttpsContext;
+use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC_SSL};
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
-use crate::metrics::{BackendOnlyLabels, PassthroughLabels, TlsFailureLabels};
+use crate::metrics::{BackendOnlyLabels, CountersSlot, PassthroughLabels, TlsFailureLabels};
 use crate::protection::RouteGate;
 use crate::relay::SteerOutcome;
 use crate::table::{Backend, Endpoint};
@@ -30,6 +31,7 @@ pub async fn relay_to_pod(
     context: &HttpsContext,
 ) {
     let labels = &backend.labels;
+    let mut line = TcpLine::begin(context, &client_stream, client, &backend);
     let gate = RouteGate {
         backend: &labels.backend,
         allowlist: backend.policy.allowlist.as_ref(),
@@ -41,28 +43,41 @@ pub async fn relay_to_pod(
         Ok(ticket) => ticket,
         Err(refused) => {
             debug!(%refused, "passthrough connection refused");
+            line.end(Termination::new(b'P', b'R'), 0, 0);
             return;
         }
     };
     let client_stream = if context.passthrough_relay.steers() {
         match offer_to_xdp(client_stream, client, &hello, &backend, context).await {
             Some(stream) => stream,
-            None => return,
+            None => {
+                // Handed to the XDP datapath: the router saw only the ClientHello.
+                line.end(Termination::NORMAL, 0, hello.len() as u64);
+                return;
+            }
         }
     } else {
         client_stream
     };
+    let connecting = Instant::now();
     let Some((endpoint, mut pod)) = connect(&backend, client, context).await else {
         context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason: "no_endpoint" }).inc();
+        line.end(Termination::new(b'S', b'C'), 0, hello.len() as u64);
         return;
     };
+    line.connected(endpoint, connecting.elapsed());
     if let Err(error) = pod.write_all(&hello).await {
         debug!(endpoint = %endpoint.addr, %error, "pod closed before the ClientHello was forwarded");
         return;
     }
     context.metrics.passthrough_connections.get_or_create(&BackendOnlyLabels { backend: labels.backend.clone() }).inc();
+    let backend_proxy = context.metrics.backend_proxy(labels, &backend.requests);
+    let _session = backend_proxy.open_session();
+    let server_proxy = context.metrics.haproxy.server(&labels.backend, &endpoint.id, &endpoint.proxy);
+    server_proxy.count_session();
     // Counted for leastconn while the connection lasts.
     endpoint.in_flight.enter();
+    server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
     let relayed = context.passthrough_relay.carry(client_stream, pod, backend.policy.tunnel_timeout).await;
     endpoint.in_flight.leave();
     match relayed {
@@ -73,8 +88,60 @@ pub async fn relay_to_pod(
             };
             count("in", stats.to_pod + hello.len() as u64);
             count("out", stats.to_client);
+            for proxy in [backend_proxy, server_proxy] {
+                proxy.add_bytes(stats.to_pod + hello.len() as u64, stats.to_client);
+            }
+            line.end(Termination::NORMAL, stats.to_client, stats.to_pod + hello.len() as u64);
         }
-        Err(error) => debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error"),
+        Err(error) => {
+            debug!(endpoint = %endpoint.addr, %error, "passthrough relay ended with an error");
+            line.end(Termination::new(b'S', b'D'), 0, hello.len() as u64);
+        }
+    }
+}
+
+/// The tcplog line of a passthrough connection, when the access log is on.
+struct TcpLine {
+    open: Option<(OpenConnection, LogRecord, Instant)>,
+    log: Arc<crate::access_log::AccessLog>,
+}
+
+impl TcpLine {
+    fn begin(context: &HttpsContext, stream: &TcpStream, client: SocketAddr, backend: &Backend) -> TcpLine {
+        let log = context.proxy.access_log().clone();
+        let open = match (log.enabled(), stream.local_addr()) {
+            (true, Ok(local)) => {
+                let open = OpenConnection::new(&log, PUBLIC_SSL);
+                let mut record = LogRecord::new(PUBLIC_SSL, false, client, local);
+                record.backend = backend.labels.backend.clone();
+                record.request_counter = log.next_request_number();
+                let (active, frontend) = log.connections.now(PUBLIC_SSL);
+                (record.counts.active, record.counts.frontend) = (active, frontend);
+                Some((open, record, Instant::now()))
+            }
+            _ => None,
+        };
+        TcpLine { open, log }
+    }
+
+    fn connected(&mut self, endpoint: &Endpoint, took: Duration) {
+        if let Some((_, record, _)) = &mut self.open {
+            record.server = Some((Arc::from(endpoint.id.as_str()), endpoint.addr));
+            record.counts.server = u64::from(endpoint.in_flight.get());
+            record.timers.queue = 0;
+            record.timers.connect = took.as_millis() as i64;
+        }
+    }
+
+    fn end(self, termination: Termination, to_client: u64, from_client: u64) {
+        if let Some((open, mut record, started)) = self.open {
+            record.termination = termination;
+            record.bytes_read = to_client;
+            record.bytes_uploaded = from_client;
+            record.timers.total = started.elapsed().as_millis() as i64;
+            drop(open);
+            self.log.log(LineKind::Tcp, record);
+        }
     }
 }
 
@@ -169,6 +236,10 @@ impl PickedEndpoint for PickedPod<'_> {
 
     fn health(&self) -> &EndpointHealth {
         &self.endpoint.health
+    }
+
+    fn proxy(&self) -> Option<(&str, &CountersSlot)> {
+        Some((&self.endpoint.id, &self.endpoint.proxy))
     }
 }
 

@@ -16,7 +16,7 @@ use super::forbidden::serve_forbidden;
 use super::inspect::Inspected;
 use super::HttpsContext;
 use crate::listen::Prefixed;
-use crate::metrics::TlsFailureLabels;
+use crate::metrics::{tls_failure_reason, Frontend, TlsFailureLabels, TlsHandshakeFailureLabels, TlsHandshakeLabels};
 use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
 use crate::tls::{client_cert_headers, client_subject};
 
@@ -47,14 +47,22 @@ pub async fn serve(
         Ok(Err(error)) => {
             debug!(%error, sni = ?hello.server_name, "TLS handshake failed");
             fail(if strict_refusal { "strict_sni" } else { "handshake" });
+            let reason = TlsHandshakeFailureLabels { reason: tls_failure_reason(&error) };
+            context.metrics.tls_handshake_failures.get_or_create(&reason).inc();
             return;
         }
         Err(_) => {
             fail("handshake_timeout");
+            let reason = TlsHandshakeFailureLabels { reason: "timeout" };
+            context.metrics.tls_handshake_failures.get_or_create(&reason).inc();
             return;
         }
     };
     let session = tls.get_ref().1;
+    let handshake = TlsHandshakeLabels::new(session.protocol_version(), session.alpn_protocol());
+    context.metrics.tls_handshakes.get_or_create(&handshake).inc();
+    let frontend = if hello.server_name.is_some() { Frontend::FeSni } else { Frontend::FeNoSni };
+    let _session = context.metrics.haproxy.frontend(frontend).open_session();
     let version = if session.alpn_protocol() == Some(b"h2") { HttpVersion::H2 } else { HttpVersion::Http1 };
     if !context.configs.client_still_valid(session) {
         debug!("resumed session of a client certificate that no longer verifies (revoked since)");
@@ -70,6 +78,7 @@ pub async fn serve(
         }
     }
     let mut state = ClientConnection::new(ConnectionInfo { client, local, proto: "https" });
+    state.frontend = frontend;
     if context.client_cert_headers {
         state.tls_headers = client_cert_headers(session.peer_certificates());
     }

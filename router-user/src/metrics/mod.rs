@@ -1,14 +1,35 @@
-//! The router's Prometheus metrics, named `router_<subsystem>_<name>_<unit>`, served on the admin listener.
+//! The router's Prometheus metrics, served on the admin listener: its own `router_<subsystem>_<name>_<unit>`
+//! families (registered here), and OpenShift's families beside them so the ingress operator's alerts and
+//! dashboards work unchanged: `haproxy_*` (`haproxy`, fed from the router's counters per frontend, backend and
+//! server), `template_router_*` (`template_router`, fed by table publishes). The request-duration histograms,
+//! TLS handshake counts (`tls_handshakes`) and the XDP front's counters (`xdp_counters`, read from the pinned
+//! map at each scrape) are `router_*` series.
+//!
+//! Access-log drops: the access log's dropped-line counter is registered here with the others (it is a
+//! `router_*` family); a counter registered in `Metrics::default` is published with no further change.
+
+pub mod haproxy;
+mod request_durations;
+mod template_router;
+mod tls_handshakes;
+mod xdp_counters;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+pub use haproxy::{CountersSlot, Frontend, ProxyCounters, ProxyRegistry, Topology};
+pub use request_durations::RouteLabels;
+pub use template_router::TemplateRouterMetrics;
+pub use tls_handshakes::{failure_reason as tls_failure_reason, TlsHandshakeFailureLabels, TlsHandshakeLabels};
+pub use xdp_counters::XdpRows;
 
 /// Labels of a proxied request: the HAProxy-style backend name (`be_http:ns:name`, or `openshift_default` when
 /// no route matched), the route's namespace and name, and the status code sent to the client.
@@ -120,6 +141,22 @@ pub struct Metrics {
     pub kube_watch_errors: Family<ResourceLabels, Counter>,
     pub kube_objects_skipped: Family<ResourceLabels, Counter>,
     pub route_status_writes: Family<StatusWriteLabels, Counter>,
+    pub access_log_dropped_lines: Counter,
+    /// Time from a request's arrival to its response head, by route.
+    pub request_durations: Family<RouteLabels, Histogram>,
+    pub tls_handshakes: Family<TlsHandshakeLabels, Counter>,
+    pub tls_handshake_failures: Family<TlsHandshakeFailureLabels, Counter>,
+    /// The counters behind the `haproxy_*` families.
+    pub haproxy: ProxyRegistry,
+    pub template_router: TemplateRouterMetrics,
+}
+
+/// What a scrape reads besides the registered families: the live table's backends and servers, and the XDP
+/// front's counters when one is attached.
+#[derive(Debug, Default)]
+pub struct ScrapeInputs {
+    pub topology: Topology,
+    pub xdp: Option<XdpRows>,
 }
 
 impl Default for Metrics {
@@ -223,11 +260,42 @@ impl Default for Metrics {
             "Steered passthrough flows with entries in the XDP datapath",
             xdp_steered_flows.clone(),
         );
+        let access_log_dropped_lines = Counter::default();
+        registry.register(
+            "router_access_log_dropped_lines",
+            "Access-log lines dropped because the queue was full (slow destination) or the send failed",
+            access_log_dropped_lines.clone(),
+        );
+        let request_durations =
+            Family::<RouteLabels, Histogram>::new_with_constructor(request_durations::histogram as _);
+        registry.register(
+            "router_http_request_duration_seconds",
+            "Time from a request's arrival to its response head (the router's answer or the pod's), by route",
+            request_durations.clone(),
+        );
+        let tls_handshakes = Family::<TlsHandshakeLabels, Counter>::default();
+        registry.register(
+            "router_tls_handshakes",
+            "TLS handshakes completed on the HTTPS listener, by protocol version and ALPN",
+            tls_handshakes.clone(),
+        );
+        let tls_handshake_failures = Family::<TlsHandshakeFailureLabels, Counter>::default();
+        registry.register(
+            "router_tls_handshake_failures",
+            "TLS handshakes that failed on the HTTPS listener, by reason",
+            tls_handshake_failures.clone(),
+        );
+        let template_router = TemplateRouterMetrics::register(&mut registry);
         Self {
             registry,
             xdp_steered_connections,
             xdp_steer_fallbacks,
             xdp_steered_flows,
+            request_durations,
+            tls_handshakes,
+            tls_handshake_failures,
+            haproxy: ProxyRegistry::default(),
+            template_router,
             tls_failures,
             passthrough_connections,
             passthrough_bytes,
@@ -243,6 +311,7 @@ impl Default for Metrics {
             kube_watch_errors,
             kube_objects_skipped,
             route_status_writes,
+            access_log_dropped_lines,
         }
     }
 }
@@ -251,6 +320,9 @@ impl Default for Metrics {
 #[derive(Debug, Default)]
 pub struct RequestCounters {
     ok: OnceLock<Counter>,
+    /// The backend's `haproxy_backend_*` counters.
+    pub proxy: CountersSlot,
+    duration: OnceLock<Histogram>,
 }
 
 impl Metrics {
@@ -266,11 +338,55 @@ impl Metrics {
         }
     }
 
-    /// The registry in the OpenMetrics text format (which Prometheus scrapes as-is).
+    /// Counts one answered request on `frontend`: its backend's response and duration (`backend` is `None` when
+    /// no route matched: HAProxy's `openshift_default`).
+    pub fn count_response(
+        &self,
+        frontend: Frontend,
+        backend: Option<(&BackendLabels, &RequestCounters)>,
+        code: u16,
+        elapsed: Duration,
+    ) {
+        self.haproxy.frontend(frontend).count_response(code);
+        match backend {
+            Some((labels, counters)) => {
+                self.count_request(labels, Some(counters), code);
+                self.haproxy.backend(&labels.backend, &counters.proxy).count_response(code);
+                counters
+                    .duration
+                    .get_or_init(|| self.request_durations.get_or_create(&RouteLabels::of(labels)).clone())
+                    .observe(elapsed.as_secs_f64());
+            }
+            None => {
+                let unrouted = BackendLabels::unrouted();
+                self.count_request(&unrouted, None, code);
+                self.haproxy.backend_named(&unrouted.backend).count_response(code);
+                self.request_durations.get_or_create(&RouteLabels::of(&unrouted)).observe(elapsed.as_secs_f64());
+            }
+        }
+    }
+
+    /// The backend counters behind the `haproxy_backend_*` rows of `labels`' backend.
+    pub fn backend_proxy<'a>(&self, labels: &BackendLabels, counters: &'a RequestCounters) -> &'a Arc<ProxyCounters> {
+        self.haproxy.backend(&labels.backend, &counters.proxy)
+    }
+
+    /// Every family in the OpenMetrics text format (which Prometheus scrapes as-is), without a table or XDP.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(4096);
+        self.render_with(&ScrapeInputs::default())
+    }
+
+    /// Every family, the `haproxy_*` rows for `inputs.topology` and the XDP counters when given.
+    pub fn render_with(&self, inputs: &ScrapeInputs) -> String {
+        let mut out = String::with_capacity(16384);
         // Writing into a String cannot fail.
-        let _ = encode(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &self.registry);
+        self.template_router.encode(&mut out);
+        let _ = encode_registry(&mut out, &haproxy::scrape(&self.haproxy, &inputs.topology));
+        if let Some(rows) = &inputs.xdp {
+            let _ = encode_registry(&mut out, &xdp_counters::scrape(rows));
+        }
+        let _ = encode_eof(&mut out);
         out
     }
 }

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,6 +33,22 @@ pub struct ConnectionClock {
     opened: Instant,
     /// HTTP/2: bytes read between requests do not start the head timer.
     multiplexed: bool,
+    /// For the access log: requests started, whether the client sent any byte, and the idle time before
+    /// the current request's first byte.
+    requests: AtomicU32,
+    received: AtomicBool,
+    idle_ms: AtomicU64,
+}
+
+/// When the current request's head began and how long the connection idled before it (access-log timers).
+#[derive(Clone, Copy, Debug)]
+pub struct HeadTiming {
+    pub began: Instant,
+    pub idle: Duration,
+    /// When the connection was opened.
+    pub opened: Instant,
+    /// The connection's first request.
+    pub first: bool,
 }
 
 impl ConnectionClock {
@@ -44,13 +60,37 @@ impl ConnectionClock {
             since_ms: AtomicU64::new(0),
             opened: Instant::now(),
             multiplexed,
+            requests: AtomicU32::new(0),
+            received: AtomicBool::new(false),
+            idle_ms: AtomicU64::new(0),
         })
+    }
+
+    /// The timing of the request whose head just arrived; call before [`ConnectionClock::request_started`].
+    pub fn head_timing(&self) -> HeadTiming {
+        let first = self.requests.load(Ordering::Acquire) == 0;
+        let awaiting = self.phase.load(Ordering::Acquire) == AWAITING_HEAD;
+        let (began, idle) = match !self.multiplexed && awaiting {
+            true => (self.since(), Duration::from_millis(self.idle_ms.load(Ordering::Acquire))),
+            false => (Instant::now(), Duration::ZERO),
+        };
+        HeadTiming { began, idle, opened: self.opened, first }
+    }
+
+    /// Whether any request was started on this connection, and whether the client sent any byte.
+    pub fn requests_and_bytes(&self) -> (bool, bool) {
+        (self.requests.load(Ordering::Acquire) > 0, self.received.load(Ordering::Acquire))
+    }
+
+    pub fn opened(&self) -> Instant {
+        self.opened
     }
 
     /// A request head arrived: no client timer until the returned guard is dropped, which the response body
     /// that carries it does when it is finished or dropped (see [`InFlightBody`]).
     pub fn request_started(self: &Arc<Self>) -> RequestInFlight {
         self.active.fetch_add(1, Ordering::AcqRel);
+        self.requests.fetch_add(1, Ordering::AcqRel);
         self.phase.store(BUSY, Ordering::Release);
         RequestInFlight { clock: Some(self.clone()) }
     }
@@ -157,8 +197,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(result) => {
                 let read = buf.filled().len() > before;
+                if read {
+                    self.clock.received.store(true, Ordering::Relaxed);
+                }
                 if read && !self.clock.multiplexed && self.clock.phase.load(Ordering::Acquire) == IDLE {
                     // The first byte of the next request: its head has `http_request` to complete.
+                    let idle = self.clock.since().elapsed().as_millis() as u64;
+                    self.clock.idle_ms.store(idle, Ordering::Release);
                     self.clock.set(AWAITING_HEAD);
                 }
                 Poll::Ready(result)

@@ -17,6 +17,8 @@ use super::client_io::{ClientIo, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use super::header_case::{CaseAdjustedWrites, RequestMethods};
+use super::request_log::log_empty_connection;
+use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
 use crate::listen::{stop_requested, ClientTimeouts};
 use crate::protection::RefusedConnection;
 
@@ -40,7 +42,11 @@ pub async fn serve_client<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let state = Arc::new(state);
+    let access_log = proxy.access_log().clone();
+    let frontend = if state.info.proto == "https" { FE_SNI } else { PUBLIC };
+    let _counted = access_log.enabled().then(|| OpenConnection::new(&access_log, frontend));
     let clock = ConnectionClock::new(version == HttpVersion::H2);
+    let (log_state, log_clock) = (state.clone(), clock.clone());
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
     let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
@@ -58,8 +64,9 @@ pub async fn serve_client<I>(
         }
         async move {
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
+            let timing = clock.head_timing();
             let mut in_flight = clock.request_started();
-            let response = proxy.handle(&state, request).await?;
+            let response = proxy.handle(&state, request, timing).await?;
             // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
             if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
                 in_flight.keep_timers_off();
@@ -116,7 +123,28 @@ pub async fn serve_client<I>(
             }
         }
     };
+    if access_log.enabled() {
+        let (any_request, received) = log_clock.requests_and_bytes();
+        if !any_request {
+            let timed_out = result.as_ref().err().is_some_and(|error| is_timeout(error));
+            let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
+            log_empty_connection(&access_log, info, accepted_at, log_clock.opened(), received, timed_out);
+        }
+    }
     if let Err(error) = result {
         debug!(error = ?error, "connection ended with an error");
     }
+}
+
+/// The connection ended on one of `ClientIo`'s timers.
+fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    for _ in 0..8 {
+        let Some(current) = cause else { return false };
+        if current.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        cause = current.source();
+    }
+    false
 }

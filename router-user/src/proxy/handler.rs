@@ -12,7 +12,7 @@
 //!    handed to the tunnel, counted.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -22,6 +22,7 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
+use super::client_io::HeadTiming;
 use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
@@ -29,14 +30,16 @@ use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::PodUpgrade;
 use super::request_host::request_host;
+use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
-use crate::metrics::{BackendLabels, Metrics};
+use crate::metrics::{Frontend, Metrics, ProxyCounters};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
@@ -62,6 +65,8 @@ pub struct ProxyOptions {
     /// ROUTER_H1_CASE_ADJUST: header names written in these cases on HTTP/1 (responses to every client,
     /// requests to the pods of routes annotated `h1-adjust-case`).
     pub h1_case_adjust: Option<Arc<HeaderCaseMap>>,
+    /// The access log and the unique request id (off by default).
+    pub access_log: Arc<AccessLog>,
 }
 
 impl Default for ProxyOptions {
@@ -72,6 +77,7 @@ impl Default for ProxyOptions {
             request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
             compression: None,
             h1_case_adjust: None,
+            access_log: AccessLog::off(),
         }
     }
 }
@@ -89,12 +95,24 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
+    /// When the connection was taken (the access log's `%t`).
+    pub accepted_at: SystemTime,
+    /// The OpenShift frontend its requests are counted on: `public` for plain HTTP, `fe_sni` (or `fe_no_sni`
+    /// when the client sent no SNI) for terminated TLS.
+    pub frontend: Frontend,
     tickets: ConnectionTickets,
 }
 
 impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
-        Self { info, tls_headers: Vec::new(), tickets: ConnectionTickets::default() }
+        let frontend = if info.proto == "https" { Frontend::FeSni } else { Frontend::Public };
+        Self {
+            info,
+            tls_headers: Vec::new(),
+            accepted_at: SystemTime::now(),
+            frontend,
+            tickets: ConnectionTickets::default(),
+        }
     }
 
     fn is_tls(&self) -> bool {
@@ -107,23 +125,50 @@ impl HttpProxy {
         Self { table, upstream, metrics, options }
     }
 
+    /// Answers one request; `timing` (when its head began) is for the access log, whose line the returned
+    /// body sends when it ends.
     pub async fn handle(
         &self,
         connection: &ClientConnection,
-        request: Request<Incoming>,
-    ) -> Result<Response<ProxyBody>, RefusedConnection> {
-        let (backend, response) = self.route_and_forward(connection, request).await?;
-        let code = response.status().as_u16();
-        match backend {
-            Some(backend) => self.metrics.count_request(&backend.labels, Some(&backend.requests), code),
-            None => self.metrics.count_request(&BackendLabels::unrouted(), None, code),
+        mut request: Request<Incoming>,
+        timing: HeadTiming,
+    ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
+        let started = Instant::now();
+        let mut log =
+            RequestLog::begin(&self.options.access_log, &connection.info, connection.accepted_at, &request, timing);
+        if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
+            request.headers_mut().insert(name, value);
         }
-        Ok(response)
+        let (backend, response) = match self.route_and_forward(connection, request).await {
+            Ok(routed) => routed,
+            Err(refused) => {
+                if let Some(log) = log {
+                    log.refused();
+                }
+                return Err(refused);
+            }
+        };
+        let code = response.status().as_u16();
+        let frontend = connection.frontend;
+        let counted = backend.as_deref().map(|backend| (&backend.labels, &backend.requests));
+        self.metrics.count_response(frontend, counted, code, started.elapsed());
+        if let Some(log) = log.as_mut() {
+            log.responded(backend.as_deref(), &response);
+        }
+        Ok(response.map(|body| LoggedBody::new(body, log)))
+    }
+
+    pub fn access_log(&self) -> &Arc<AccessLog> {
+        &self.options.access_log
     }
 
     /// See [`ProxyOptions::h1_case_adjust`].
     pub fn h1_case_adjust(&self) -> Option<Arc<HeaderCaseMap>> {
         self.options.h1_case_adjust.clone()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// See [`ProxyOptions::request_head_limit`].
@@ -259,9 +304,25 @@ impl HttpProxy {
             body,
             client_fault,
         };
+        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
+        let _session = backend_proxy.open_session();
+        let started = Instant::now();
         match attempts.run(&mut trial).await {
-            Ok((lease, response)) => {
-                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
+            Ok((lease, mut response)) => {
+                if self.options.access_log.records_requests() {
+                    response.extensions_mut().insert(ServedBy(lease.index()));
+                }
+                let endpoint = lease.endpoint();
+                let server_proxy = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
+                server_proxy.count_session();
+                server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
+                server_proxy.count_response(response.status().as_u16());
+                let elapsed = started.elapsed();
+                server_proxy.observe_response_time(elapsed);
+                backend_proxy.observe_response_time(elapsed);
+                let counters = [backend_proxy.clone(), server_proxy.clone()];
+                let mut response =
+                    self.respond(backend, response, lease, client_cookie, client_upgrade, gzip, counters);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -282,6 +343,7 @@ impl HttpProxy {
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
         gzip: bool,
+        counters: [Arc<ProxyCounters>; 2],
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -290,7 +352,7 @@ impl HttpProxy {
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
                 tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
-                return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None))));
+                return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None, None))));
             }
         }
         // Decided on the pod's headers, before the response header actions (HAProxy's filter order).
@@ -305,7 +367,7 @@ impl HttpProxy {
         }
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| {
-            let body = LeasedBody::new(body, Some(lease));
+            let body = LeasedBody::new(body, Some(lease), Some(counters));
             Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
         })
     }

@@ -12,6 +12,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use super::upstream::PodResponseBody;
 use crate::balance::{EndpointHealth, PickedEndpoint};
+use crate::metrics::{CountersSlot, ProxyCounters};
 use crate::table::{Backend, Endpoint};
 
 pub struct EndpointLease {
@@ -53,6 +54,10 @@ impl PickedEndpoint for EndpointLease {
     fn health(&self) -> &EndpointHealth {
         &self.endpoint().health
     }
+
+    fn proxy(&self) -> Option<(&str, &CountersSlot)> {
+        Some((&self.endpoint().id, &self.endpoint().proxy))
+    }
 }
 
 impl Drop for EndpointLease {
@@ -65,15 +70,21 @@ impl Drop for EndpointLease {
     }
 }
 
-/// A pod's response body that keeps the endpoint leased until it is fully sent or dropped.
+/// A pod's response body that keeps the endpoint leased until it is fully sent or dropped, its bytes counted
+/// as sent by the backend's and the server's `haproxy_*` counters.
 pub struct LeasedBody {
     inner: PodResponseBody,
     _lease: Option<EndpointLease>,
+    counters: Option<[Arc<ProxyCounters>; 2]>,
 }
 
 impl LeasedBody {
-    pub fn new(inner: PodResponseBody, lease: Option<EndpointLease>) -> Self {
-        Self { inner, _lease: lease }
+    pub fn new(
+        inner: PodResponseBody,
+        lease: Option<EndpointLease>,
+        counters: Option<[Arc<ProxyCounters>; 2]>,
+    ) -> Self {
+        Self { inner, _lease: lease, counters }
     }
 }
 
@@ -82,7 +93,15 @@ impl Body for LeasedBody {
     type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let (Poll::Ready(Some(Ok(frame))), Some(counters)) = (&polled, &self.counters) {
+            if let Some(data) = frame.data_ref() {
+                for counters in counters {
+                    counters.add_bytes(0, data.len() as u64);
+                }
+            }
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

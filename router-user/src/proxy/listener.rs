@@ -13,6 +13,7 @@ use super::connection::{serve_client, HttpVersion};
 use super::forwarded::ConnectionInfo;
 use super::handler::{ClientConnection, HttpProxy};
 use crate::listen::{accept_loop, client_of, ClientTimeouts, Prefixed};
+use crate::metrics::Frontend;
 
 /// Serves connections accepted on `listener` until `shutdown` turns true, then waits up to `drain` for open
 /// connections to finish their in-flight requests.
@@ -37,6 +38,7 @@ async fn serve_plain(
     timeouts: ClientTimeouts,
     shutdown: watch::Receiver<bool>,
 ) {
+    let _session = proxy.metrics().haproxy.frontend(Frontend::Public).open_session();
     let Ok(local) = stream.local_addr() else { return };
     let Some((client, leftover)) = client_of(&mut stream, peer, &timeouts).await else { return };
     let state = ClientConnection::new(ConnectionInfo { client, local, proto: "http" });

@@ -12,6 +12,7 @@ mod connection;
 mod handler;
 mod header_case;
 mod listener;
+mod request_log;
 mod upgrade;
 
 // The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,

@@ -14,7 +14,7 @@ use super::tls_material::{RouteTls, TlsBuild};
 use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
 use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
-use crate::metrics::{BackendLabels, RequestCounters};
+use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
@@ -237,6 +237,7 @@ fn backend_for(
                 in_flight: InFlight::default(),
                 slots: policy.pod_max_connections.map(|max| ConnectionSlots::new(max, freed.clone())),
                 h2c: endpoint.h2c,
+                proxy: CountersSlot::default(),
             });
         }
     }

@@ -24,7 +24,7 @@ use crate::tls::ReencryptUpstream;
 use arc_swap::ArcSwap;
 
 use crate::balance::{Balancer, Candidate, EndpointHealth, InFlight};
-use crate::metrics::{BackendLabels, RequestCounters};
+use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::ObjectKey;
 use crate::policy::RoutePolicy;
 use crate::protection::{ConnectionSlots, RateLimiter};
@@ -88,6 +88,8 @@ pub struct Endpoint {
     pub slots: Option<ConnectionSlots>,
     /// The endpoint port's appProtocol is `h2c` (or `kubernetes.io/h2c`): HTTP/2 without TLS to the pod.
     pub h2c: bool,
+    /// Its `haproxy_server_*` counters, resolved on first use.
+    pub proxy: CountersSlot,
 }
 
 impl Candidate for Endpoint {

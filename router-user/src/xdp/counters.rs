@@ -33,6 +33,11 @@ impl XdpCounters {
         STATS_NAMES.iter().enumerate().map(|(i, name)| (*name, self.packets[i], self.bytes[i]))
     }
 
+    /// Reads the counters of the front whose maps are pinned in `pin_dir` (for `/metrics`).
+    pub fn read_pinned(pin_dir: &Path) -> Result<XdpCounters, XdpError> {
+        StatsMap::open_pinned(pin_dir)?.read()
+    }
+
     /// `self - earlier`, counter by counter (wrapping).
     pub fn since(&self, earlier: &XdpCounters) -> XdpCounters {
         let mut out = XdpCounters::default();

@@ -1,7 +1,8 @@
-//! Loading and attaching the XDP front: refuse when the interface already has an XDP program or the
-//! pin dir belongs to a live router, then load the embedded object (conntrack sized from the
-//! options), attach `xdp_front` in the requested mode and `nat_reverse` on TC egress, and pin
-//! every map as `<pin_dir>/<MAP_NAME>`.
+//! Loading and attaching the XDP front: refuse when the interface (or a pod-facing one) already has
+//! an XDP program or the pin dir belongs to a live router, then load the embedded object
+//! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface
+//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, and pin every map
+//! as `<pin_dir>/<MAP_NAME>`.
 
 #![allow(unsafe_code)]
 
@@ -32,6 +33,15 @@ use super::{
 const DETACH_WAIT: Duration = Duration::from_secs(3);
 const DETACH_POLL: Duration = Duration::from_millis(10);
 
+/// `xdp_front` on one pod-facing interface (`--xdp-pod-interfaces`).
+pub(crate) struct PodAttachment {
+    pub iface: String,
+    pub if_index: u32,
+    pub link: XdpLinkId,
+    /// `"driver"` or `"skb"`.
+    pub mode: &'static str,
+}
+
 /// Everything an attached front owns, handed to `XdpFront`. Dropping it detaches (with the `Ebpf`)
 /// and unpins (with the `PinDir`).
 pub(crate) struct Attached {
@@ -43,6 +53,8 @@ pub(crate) struct Attached {
     pub mode: &'static str,
     /// The `nat_reverse` TC egress link.
     pub tc_link: SchedClassifierLinkId,
+    /// `xdp_front` on each pod-facing interface.
+    pub pod_links: Vec<PodAttachment>,
     pub stats: StatsMap,
     pub nat: NatMaps,
     pub steer: SteerMaps,
@@ -53,15 +65,39 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
     let if_index = if_index(iface)?;
     refuse_if_attached(iface, if_index)?;
+    let mut pod_ifaces = Vec::new();
+    for pod_iface in pod_interfaces(opts) {
+        let pod_index = self::if_index(pod_iface)?;
+        refuse_if_attached(pod_iface, pod_index)?;
+        pod_ifaces.push((pod_iface, pod_index));
+    }
 
     bpffs::ensure_mounted()?;
     let pins = PinDir::create(&opts.pin_dir)?;
-    load_and_attach(opts, if_index, pins)
+    load_and_attach(opts, if_index, &pod_ifaces, pins)
+}
+
+/// The pod-facing interfaces to attach to: `opts.pod_interfaces` in order, without repeats,
+/// empty names, or the main interface (`xdp_front` runs there already).
+pub(crate) fn pod_interfaces(opts: &XdpOptions) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in &opts.pod_interfaces {
+        let name = name.trim();
+        if !name.is_empty() && name != opts.iface && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// On error, the `Ebpf` (with any link) is dropped first, detaching, then `pins` removes whatever
 /// was pinned.
-fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result<Attached, XdpError> {
+fn load_and_attach(
+    opts: &XdpOptions,
+    if_index: u32,
+    pod_ifaces: &[(&str, u32)],
+    mut pins: PinDir,
+) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
     clear_stale_pins(iface, &pins)?;
 
@@ -69,6 +105,12 @@ fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
+    // The same program (and so the same maps) on each pod-facing interface, in the same --xdp-mode.
+    let mut pod_links = Vec::new();
+    for &(pod_iface, pod_index) in pod_ifaces {
+        let (link, mode) = attach_in_mode(program, pod_iface, pod_index, opts.mode)?;
+        pod_links.push(PodAttachment { iface: pod_iface.to_owned(), if_index: pod_index, link, mode });
+    }
     let tc_link = tc_program(&mut ebpf)?.attach(iface, TcAttachType::Egress).map_err(|cause| XdpError::Attach {
         iface: iface.to_owned(),
         mode: "tc egress",
@@ -91,7 +133,7 @@ fn load_and_attach(opts: &XdpOptions, if_index: u32, mut pins: PinDir) -> Result
     let stats = StatsMap::new(take(XDP_STATS)?)?;
     let nat = NatMaps::new(&mut take)?;
     let steer = SteerMaps::new(&mut take)?;
-    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, steer, pins })
+    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, pod_links, stats, nat, steer, pins })
 }
 
 /// Loads the embedded object with both conntrack maps sized `conntrack_size`, and both programs

@@ -1,19 +1,21 @@
 //! The XDP front's loader and control plane: attaches `xdp_front` (built from `router-ebpf`,
-//! embedded in this binary) to one interface and `nat_reverse` to its TC egress hook, pins their
-//! maps under a bpffs directory, keeps the nodePort maps in step with the router's own Service
+//! embedded in this binary) to one interface (and to the pod-facing interfaces of
+//! `--xdp-pod-interfaces`, same program, same maps) and `nat_reverse` to its TC egress hook, pins
+//! their maps under a bpffs directory, hands the steering maps to the passthrough setup
+//! ([`XdpFront::take_steer_maps`], [`SteerMaps`]), keeps the nodePort maps in step with the router's own Service
 //! ([`sync`]), expires idle conntrack entries ([`conntrack`]), reads counters and fill levels
 //! ([`status`]), and detaches and unpins on drop.
 //!
 //! Pins: `<pin_dir>/<MAP>` for every map in `router_common::maps::PINNED_MAPS` (`XDP_STATS`,
-//! `NODE_ADDRS`, `NODE_PORTS`, `EP_SLOTS`, `CONNTRACK`, `CONNTRACK_REV`), created after both
+//! `NODE_ADDRS`, `NODE_PORTS`, `EP_SLOTS`, `CONNTRACK`, `CONNTRACK_REV`, `STEER_PORTS`,
+//! `STEER_SYNS`, `STEER_ANSWERS`, `STEER_FLOWS`, `STEER_EVENTS`), created after both
 //! programs are attached, so their presence means "attached and counting". The links themselves
 //! are not pinned: if the router dies, the kernel detaches both programs with the process. Pins
 //! left by such a router are recognised as stale (no live program uses the map) and removed on
 //! the next attach.
 //!
-//! Room for the next steps: the passthrough flow table and the splice SOCKHASH are one more
-//! `PINNED_MAPS` entry each (pinned, cleared and reported like the others), and their programs
-//! one more `load`/attach step in `loader`; `NodePort::flags` is reserved for them.
+//! The nodePort sync writes only `NODE_ADDRS`, `NODE_PORTS` and `EP_SLOTS`; nothing here clears
+//! the steering maps (`STEER_PORTS` is filled by the passthrough setup that takes them).
 //!
 //! Inspecting a running router's maps with bpftool (pin dir `/sys/fs/bpf/router` by default):
 //!
@@ -24,6 +26,10 @@
 //! bpftool map dump pinned /sys/fs/bpf/router/EP_SLOTS       # Maglev slots -> endpoint
 //! bpftool map dump pinned /sys/fs/bpf/router/CONNTRACK      # client -> nodePort flows and their endpoint
 //! bpftool map dump pinned /sys/fs/bpf/router/CONNTRACK_REV  # endpoint -> client replies and their nodePort address
+//! bpftool map dump pinned /sys/fs/bpf/router/STEER_PORTS    # TLS ports whose client SYNs are recorded
+//! bpftool map dump pinned /sys/fs/bpf/router/STEER_SYNS     # recorded client SYNs (ISN, options, arrival)
+//! bpftool map dump pinned /sys/fs/bpf/router/STEER_ANSWERS  # pods' SYN-ACK/RST to leg B
+//! bpftool map dump pinned /sys/fs/bpf/router/STEER_FLOWS    # steered flows, per direction, with their counters
 //! bpftool map show pinned /sys/fs/bpf/router/CONNTRACK      # type, key/value sizes, max_entries, BTF id
 //! bpftool net show dev <iface>                              # xdp_front (mode) and nat_reverse (tcx egress)
 //! router xdp status [--bpf-pin-dir DIR] [--json]            # attach mode, summed counters, fill levels
@@ -95,6 +101,10 @@ pub struct XdpOptions {
     /// `max_entries` of `CONNTRACK` and of `CONNTRACK_REV` (LRU: the least recently used flows are
     /// evicted when full).
     pub conntrack_size: u32,
+    /// Pod-facing interfaces (`--xdp-pod-interfaces`): `xdp_front` is attached to each too, in the
+    /// same mode, with the same maps, so that the pods' packets of steered flows meet it. `iface`
+    /// itself and repeats are skipped.
+    pub pod_interfaces: Vec<String>,
 }
 
 /// The attached XDP front. Dropping it detaches both programs and removes the pins (and the pin
@@ -109,6 +119,8 @@ pub struct XdpFront {
     mode: &'static str,
     link: Option<XdpLinkId>,
     tc_link: Option<SchedClassifierLinkId>,
+    /// `xdp_front` on the pod-facing interfaces, detached with the rest.
+    pod_links: Vec<loader::PodAttachment>,
     stats: counters::StatsMap,
     nat: Mutex<maps::NatMaps>,
     /// Until the passthrough setup takes them ([`XdpFront::take_steer_maps`]).
@@ -123,7 +135,7 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, stats, nat, steer, pins } =
+        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, pod_links, stats, nat, steer, pins } =
             loader::attach(opts)?;
         tracing::info!(
             iface = %opts.iface,
@@ -133,6 +145,9 @@ impl XdpFront {
             pin_dir = %pins.path().display(),
             "XDP front attached (xdp_front on ingress, nat_reverse on tc egress)"
         );
+        for pod in &pod_links {
+            tracing::info!(iface = %pod.iface, mode = pod.mode, prog_id, "xdp_front attached to a pod-facing interface");
+        }
         Ok(XdpFront {
             iface: opts.iface.clone(),
             if_index,
@@ -140,6 +155,7 @@ impl XdpFront {
             mode,
             link: Some(link),
             tc_link: Some(tc_link),
+            pod_links,
             stats,
             nat: Mutex::new(nat),
             steer: Some(steer),
@@ -159,6 +175,11 @@ impl XdpFront {
 
     pub fn if_index(&self) -> u32 {
         self.if_index
+    }
+
+    /// The pod-facing interfaces `xdp_front` is attached to, with the mode each runs in.
+    pub fn pod_interfaces(&self) -> Vec<(&str, &'static str)> {
+        self.pod_links.iter().map(|pod| (pod.iface.as_str(), pod.mode)).collect()
     }
 
     /// The counters since attach, summed over CPUs.
@@ -205,6 +226,11 @@ impl Drop for XdpFront {
         if let Some(link) = self.link.take() {
             if let Err(err) = loader::detach(&mut self.ebpf, link, self.if_index, self.prog_id) {
                 tracing::warn!(iface = %self.iface, %err, "detaching the XDP front");
+            }
+        }
+        for pod in std::mem::take(&mut self.pod_links) {
+            if let Err(err) = loader::detach(&mut self.ebpf, pod.link, pod.if_index, self.prog_id) {
+                tracing::warn!(iface = %pod.iface, %err, "detaching the XDP front from a pod-facing interface");
             }
         }
         if let Some(link) = self.tc_link.take() {
@@ -257,6 +283,30 @@ mod tests {
                 "--xdp-mode {refused:?} must be refused"
             );
         }
+    }
+
+    #[test]
+    fn pod_interfaces_are_a_comma_list_without_the_main_interface_or_repeats() {
+        use clap::Parser as _;
+        let settings = crate::config::Settings::try_parse_from([
+            "router",
+            "--xdp-iface",
+            "eth0",
+            "--xdp-pod-interfaces",
+            "cni0,eth0,veth1,cni0,",
+        ])
+        .expect("flags parse");
+        assert_eq!(settings.xdp_pod_interfaces, ["cni0", "eth0", "veth1", "cni0", ""]);
+        let opts = XdpOptions {
+            iface: "eth0".into(),
+            mode: XdpMode::Skb,
+            pin_dir: PathBuf::from("/sys/fs/bpf/x"),
+            conntrack_size: 16,
+            pod_interfaces: settings.xdp_pod_interfaces,
+        };
+        assert_eq!(loader::pod_interfaces(&opts), ["cni0", "veth1"]);
+        let none = crate::config::Settings::try_parse_from(["router"]).expect("no flags");
+        assert!(none.xdp_pod_interfaces.is_empty(), "none by default");
     }
 
     #[test]

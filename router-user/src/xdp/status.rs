@@ -4,8 +4,8 @@
 //!
 //! The attachment is found from the pins: the programs that use the pinned `XDP_STATS` map are the
 //! router's, and the interfaces of this network namespace are asked over rtnetlink which of them
-//! runs `xdp_front` (and in which mode, named as `ip link show` names it) and over tcx which runs
-//! `nat_reverse` on egress.
+//! run `xdp_front` (and in which mode, named as `ip link show` names it: one row per interface, the
+//! pod-facing ones included) and over tcx which runs `nat_reverse` on egress.
 
 #![allow(unsafe_code)]
 
@@ -131,20 +131,25 @@ pub fn cli(args: impl IntoIterator<Item = OsString>) -> Result<(), XdpError> {
     }
 }
 
-/// The programs using the pinned stats map, each with where it is attached.
+/// The programs using the pinned stats map, one row per interface each is attached to (`xdp_front`
+/// runs on the main interface and on every pod-facing one), or one row without an interface when
+/// it is attached nowhere in this network namespace.
 fn attachments(pin_dir: &Path) -> Vec<Attachment> {
     let Ok(map_id) = aya::maps::MapData::from_pin(pin_dir.join(XDP_STATS)).and_then(|m| m.info()).map(|i| i.id())
     else {
         return Vec::new();
     };
     let ifaces = interface_names();
-    programs::loaded_programs()
-        .filter_map(Result::ok)
-        .filter(|info| matches!(info.map_ids(), Ok(Some(ids)) if ids.contains(&map_id)))
-        .map(|info| {
-            let program = info.name_as_str().unwrap_or("?").to_owned();
-            let prog_id = info.id();
-            let found = ifaces.iter().find_map(|(index, name)| {
+    let mut rows = Vec::new();
+    for info in programs::loaded_programs().filter_map(Result::ok) {
+        if !matches!(info.map_ids(), Ok(Some(ids)) if ids.contains(&map_id)) {
+            continue;
+        }
+        let program = info.name_as_str().unwrap_or("?").to_owned();
+        let prog_id = info.id();
+        let found: Vec<(String, String)> = ifaces
+            .iter()
+            .filter_map(|(index, name)| {
                 let xdp = netlink::xdp_attachments(*index)
                     .ok()
                     .and_then(|list| list.into_iter().find(|a| a.prog_id == prog_id))
@@ -156,11 +161,17 @@ fn attachments(pin_dir: &Path) -> Vec<Attachment> {
                         .map(|_| "tcx egress".to_owned())
                 };
                 xdp.or_else(tc).map(|mode| (name.clone(), mode))
-            });
-            let (iface, mode) = found.map_or((None, None), |(iface, mode)| (Some(iface), Some(mode)));
-            Attachment { program, prog_id, iface, mode }
-        })
-        .collect()
+            })
+            .collect();
+        if found.is_empty() {
+            rows.push(Attachment { program, prog_id, iface: None, mode: None });
+            continue;
+        }
+        for (iface, mode) in found {
+            rows.push(Attachment { program: program.clone(), prog_id, iface: Some(iface), mode: Some(mode) });
+        }
+    }
+    rows
 }
 
 /// `(index, name)` of every interface in this network namespace.

@@ -199,7 +199,7 @@ pub use router_common::stats::STATS_NAMES as COUNTER_NAMES;
 
 /// Per-counter packets, summed over CPUs, read from the pinned `XDP_STATS` through its BTF.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Counters(pub [u64; 16]);
+pub struct Counters(pub [u64; COUNTER_NAMES.len()]);
 
 impl Counters {
     pub fn get(&self, name: &str) -> u64 {
@@ -222,7 +222,7 @@ pub fn bpftool_dump(pin: &Path) -> Vec<serde_json::Value> {
 }
 
 pub fn dump_counters(pin: &Path) -> Counters {
-    let mut packets = [0u64; 16];
+    let mut packets = [0u64; COUNTER_NAMES.len()];
     for entry in bpftool_dump(pin) {
         let formatted =
             entry.get("formatted").unwrap_or_else(|| panic!("no BTF-formatted view in bpftool output: {entry}"));

@@ -15,7 +15,7 @@
 //! wins, a linear scan) finds it. `config_excerpt` reads the start of a written configuration back for the results.
 
 use std::fmt::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -79,6 +79,9 @@ pub struct Options {
     /// TLS session resumption for clients (OpenShift's default). Off: `no-tls-tickets` and no session cache, so
     /// every connection is a full handshake (the bench's full-handshake scenario).
     pub tls_resumption: bool,
+    /// ROUTER_SYSLOG_ADDRESS with ROUTER_LOG_LEVEL=info: the `log` line OpenShift's template writes (`len 1024`,
+    /// facility local1), `log-send-hostname`, and `option httplog` with `log global` in the defaults.
+    pub syslog: Option<SocketAddr>,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
             http2: true,
             maxconn: 50_000,
             tls_resumption: true,
+            syslog: None,
         }
     }
 }
@@ -284,10 +288,10 @@ global
   ssl-default-bind-options ssl-min-ver TLSv1.2{no_tickets}
   ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256
   ssl-default-bind-ciphers {ciphers}
-
+{log_global}
 defaults
   maxconn {maxconn}
-  timeout connect 5s
+{log_defaults}  timeout connect 5s
   timeout client 30s
   timeout client-fin 1s
   timeout server 30s
@@ -302,6 +306,10 @@ defaults
         ciphers = TLS12_CIPHERS,
         no_tickets = if options.tls_resumption { "" } else { " no-tls-tickets\n  tune.ssl.cachesize 0" },
         socket = layout.stats_socket().display(),
+        log_global = options
+            .syslog
+            .map_or(String::new(), |addr| format!("  log {addr} len 1024 local1 info\n  log-send-hostname\n")),
+        log_defaults = if options.syslog.is_some() { "  option httplog\n  log global\n" } else { "" },
     );
 }
 

@@ -42,6 +42,7 @@ mod runner;
 mod scenario;
 mod stage;
 mod stats;
+mod syslog;
 mod tls;
 mod xdp;
 

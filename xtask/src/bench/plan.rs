@@ -10,8 +10,8 @@ use super::scenario::{Contender, Load, Scenario};
 /// A run is repeated when processes other than the contenders took more than this share of a CPU.
 pub const NOISE_LIMIT: f64 = 0.05;
 /// Time a whole bench may spend beyond its planned runs (waiting for idle CPUs, rerunning noisy runs): the
-/// planned runs take about 18 minutes (HTTP about 12 with the route churn, TLS about 4.4, XDP about 1.6), so a
-/// full bench stays under 20.
+/// planned runs take about 18 minutes (HTTP about 12 with the route churn, TLS about 4.4, XDP about 1.6), plus
+/// about 1 for the access-log group (`http-log-10`), so a full bench stays near 20.
 pub const EXTRA_TIME_BUDGET: Duration = Duration::from_secs(120);
 /// Longest wait for idle CPUs before one run.
 pub const IDLE_WAIT: Duration = Duration::from_secs(10);
@@ -31,12 +31,16 @@ pub struct Group {
     pub scenarios: Vec<Scenario>,
     pub churn: bool,
     pub lifecycle: bool,
+    /// Both proxies log every request to a local syslog listener (OpenShift's access log, httplog lines at info).
+    pub access_log: bool,
 }
 
 impl Group {
-    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`.
+    /// The name `--only` selects it by: `http-10`, `http-log-10`, `http-1000`, `http-10000`, `tls-4000`,
+    /// `tls-full-40`.
     pub fn name(&self) -> String {
         match self.tls {
+            None if self.access_log => format!("http-log-{}", self.routes),
             None => format!("http-{}", self.routes),
             Some(tls) if tls.resumption => format!("tls-{}", self.routes),
             Some(_) => format!("tls-full-{}", self.routes),
@@ -149,6 +153,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         contenders: contenders.to_vec(),
         duration,
         connections,
+        access_log: false,
     };
     if quick {
         let group = Group {
@@ -157,8 +162,9 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: vec![scenario(Load::SameUrl, 10, &[Direct, H, R], secs(2), 64)],
             churn: false,
             lifecycle: false,
+            access_log: false,
         };
-        return Plan { groups: vec![group], xdp: None };
+        return Plan { groups: vec![group, logged_group(secs(2))], xdp: None };
     }
     let all = [Direct, H, R];
     let proxies = [H, R];
@@ -198,9 +204,11 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
     let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
-    let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true };
+    let http =
+        |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true, access_log: false };
     let groups = vec![
         http(10, ten, false),
+        logged_group(secs(8)),
         http(1000, thousand, false),
         http(10_000, ten_thousand, true),
         Group {
@@ -209,6 +217,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: tls,
             churn: false,
             lifecycle: true,
+            access_log: false,
         },
         Group {
             routes: 40,
@@ -216,9 +225,24 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: full,
             churn: false,
             lifecycle: false,
+            access_log: false,
         },
     ];
     Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
+}
+
+/// HTTP keep-alive on 10 routes with both proxies logging each request to a local syslog listener: set beside the
+/// same load without logging (the `http-10` group), it gives the access log's cost to each.
+fn logged_group(duration: Duration) -> Group {
+    let scenario = Scenario {
+        load: Load::SameUrl,
+        routes: 10,
+        contenders: vec![Contender::Haproxy, Contender::Router],
+        duration,
+        connections: 64,
+        access_log: true,
+    };
+    Group { routes: 10, tls: None, scenarios: vec![scenario], churn: false, lifecycle: false, access_log: true }
 }
 
 #[cfg(test)]
@@ -236,15 +260,19 @@ mod tests {
     #[test]
     fn only_selects_groups_by_name_or_prefix() {
         let all = plan(false, true, XdpMode::Skb);
-        assert_eq!(names(&all), ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]);
+        assert_eq!(
+            names(&all),
+            ["http-10", "http-log-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]
+        );
         let only = |list: &[&str]| {
             let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
             plan(false, true, XdpMode::Skb).select(&only).map(|p| names(&p))
         };
         assert_eq!(only(&["xdp"]).expect("xdp"), ["xdp"]);
-        assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-1000", "http-10000"]);
+        assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-log-10", "http-1000", "http-10000"]);
+        assert_eq!(only(&["http-log"]).expect("logged"), ["http-log-10"]);
         assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
-        assert_eq!(only(&[]).expect("all").len(), 6);
+        assert_eq!(only(&[]).expect("all").len(), 7);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
         assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");

@@ -161,6 +161,8 @@ pub struct Router {
     pub tls_resumption: bool,
     /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
     pub passthrough_sockmap: bool,
+    /// ROUTER_SYSLOG_ADDRESS (with ROUTER_LOG_LEVEL=info): the access log goes there.
+    pub access_log: Option<SocketAddr>,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -178,12 +180,37 @@ impl Router {
         tls_resumption: bool,
         passthrough_sockmap: bool,
     ) -> anyhow::Result<(Router, Duration)> {
+        let access_log = None;
+        Router::start_logging(
+            binary,
+            manifests,
+            set,
+            log,
+            default_certificate,
+            tls_resumption,
+            passthrough_sockmap,
+            access_log,
+        )
+    }
+
+    /// `start`, with the access log sent to `access_log` when given.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_logging(
+        binary: &Path,
+        manifests: &Path,
+        set: &RouteSet,
+        log: &Path,
+        default_certificate: &Path,
+        tls_resumption: bool,
+        passthrough_sockmap: bool,
+        access_log: Option<SocketAddr>,
+    ) -> anyhow::Result<(Router, Duration)> {
         let target = start_target(set)?;
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap);
+        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap, access_log);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
         let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
@@ -195,6 +222,7 @@ impl Router {
             default_certificate: default_certificate.to_path_buf(),
             tls_resumption,
             passthrough_sockmap,
+            access_log,
             proc,
             binary: binary.into(),
         };
@@ -215,16 +243,27 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> = router_env(&self.default_certificate, self.tls_resumption, self.passthrough_sockmap)
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let env: Vec<String> =
+            router_env(&self.default_certificate, self.tls_resumption, self.passthrough_sockmap, self.access_log)
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
         format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
-fn router_env(default_certificate: &Path, tls_resumption: bool, sockmap: bool) -> Vec<(&'static str, String)> {
+fn router_env(
+    default_certificate: &Path,
+    tls_resumption: bool,
+    sockmap: bool,
+    access_log: Option<SocketAddr>,
+) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
+    if let Some(addr) = access_log {
+        // As the ingress operator turns the access log on: the address, and level info (access lines' level).
+        env.push(("ROUTER_SYSLOG_ADDRESS", addr.to_string()));
+        env.push(("ROUTER_LOG_LEVEL", "info".into()));
+    }
     env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
     env.push(("ROUTER_TLS_SESSION_RESUMPTION", tls_resumption.to_string()));
     if sockmap {

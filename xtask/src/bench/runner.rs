@@ -9,6 +9,7 @@ use anyhow::Context as _;
 
 use super::churn;
 use super::haproxy;
+use super::loadgen::CLIENT_CPU;
 use super::measure::{Endpoint, Meter};
 use super::plan::Group;
 use super::process::{self, wait_until};
@@ -17,6 +18,7 @@ use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
 use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
 use super::stage::Stage;
+use super::syslog::SyslogSink;
 use super::tls::{https_get, negotiate};
 
 /// How long the router may take after serving HTTP to answer a TLS handshake on its HTTPS port.
@@ -41,6 +43,7 @@ struct Proxies {
 /// Runs `group`: its scenario results, start times and memory, and route churn go into `outcome`.
 pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut Outcome) -> anyhow::Result<()> {
     let name = match group.tls {
+        None if group.access_log => format!("log-{}", group.routes),
         None => group.routes.to_string(),
         Some(tls) if tls.resumption => format!("tls-{}", group.routes),
         Some(_) => format!("tls-full-{}", group.routes),
@@ -62,23 +65,35 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
 
     let log = stage.work.join(format!("router-{name}.log"));
     let resumption = group.tls.is_none_or(|tls| tls.resumption);
-    let (router, router_start, mut router_down) =
-        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, resumption, false) {
-            Ok((router, start)) => (Some(router), start, None),
-            // The HTTP groups need the router; a TLS group goes on without it.
-            Err(error) if group.tls.is_some() => {
-                println!("bench:   the router did not start on the mixed route set: {error:#}");
-                (None, Duration::ZERO, Some(format!("the router did not start on the mixed route set: {error:#}")))
-            }
-            Err(error) => return Err(error),
-        };
+    // The access-log group: both proxies log to one local listener (only one of them is loaded at a time).
+    let syslog = if group.access_log { Some(SyslogSink::start()?) } else { None };
+    let syslog_addr = syslog.as_ref().map(|sink| sink.addr);
+    let started = Router::start_logging(
+        &stage.binary,
+        &manifest_dir,
+        &set,
+        &log,
+        &stage.certificate,
+        resumption,
+        false,
+        syslog_addr,
+    );
+    let (router, router_start, mut router_down) = match started {
+        Ok((router, start)) => (Some(router), start, None),
+        // The HTTP groups need the router; a TLS group goes on without it.
+        Err(error) if group.tls.is_some() => {
+            println!("bench:   the router did not start on the mixed route set: {error:#}");
+            (None, Duration::ZERO, Some(format!("the router did not start on the mixed route set: {error:#}")))
+        }
+        Err(error) => return Err(error),
+    };
     // Equal work: HAProxy inserts the sticky cookie exactly when the router does.
     let cookies = match &router {
         Some(router) => router_sets_cookie(router, set.target().context("an empty route set")?)?,
         None => outcome.cookies.unwrap_or(false),
     };
     outcome.cookies = Some(cookies);
-    let options = haproxy::Options { tls_resumption: resumption, ..haproxy_options(cookies) };
+    let options = haproxy::Options { tls_resumption: resumption, syslog: syslog_addr, ..haproxy_options(cookies) };
     let layout = Haproxy::layout(&stage.work.join(format!("haproxy-{name}")), &stage.certificate)?;
     let (haproxy, haproxy_start) = Haproxy::start(&set, layout, options)?;
     let config_bytes = haproxy_config_bytes(&haproxy.layout.dir);
@@ -118,6 +133,9 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         check_availability(stage, result, &set, &proxies, group);
     }
     run_scenarios(stage, meter, group, &set, &proxies, &mut results, &mut outcome.failed_runs);
+    if let Some(sink) = &syslog {
+        println!("bench:   access log: the syslog listener received {} lines", sink.received());
+    }
     let rss_loaded = rss(&proxies);
     if group.lifecycle {
         let mixed = group.tls.is_some();
@@ -177,7 +195,15 @@ fn run_scenarios(
                 let Some(endpoint) = endpoint(stage, contender, scenario.load, set, proxies, group) else {
                     continue;
                 };
-                let (sample, command) = match meter.measure(stage, &scenario, &endpoint, rep) {
+                let measured = match group.access_log {
+                    // The syslog listener is a thread of this process on the client CPU: its CPU is the run's own.
+                    true => {
+                        let ours = vec![(std::process::id(), CLIENT_CPU as usize)];
+                        meter.measure_load(stage, &scenario, &endpoint, rep, ours, true)
+                    }
+                    false => meter.measure(stage, &scenario, &endpoint, rep),
+                };
+                let (sample, command) = match measured {
                     Ok(done) => done,
                     Err(error) => {
                         // One failed run does not end the bench: it is missing from the medians and listed.

@@ -89,6 +89,8 @@ pub struct Scenario {
     pub contenders: Vec<Contender>,
     pub duration: Duration,
     pub connections: u32,
+    /// Both proxies send an access-log line per request to a local syslog listener.
+    pub access_log: bool,
 }
 
 impl Scenario {
@@ -108,6 +110,7 @@ impl Scenario {
             Load::PassthroughNewConnection => "passthrough new connections".to_string(),
         };
         let mixed = if self.load.is_tls() { " mixed" } else { "" };
-        format!("{what}, {}{mixed} routes", thousands(self.routes))
+        let logged = if self.access_log { ", access log on" } else { "" };
+        format!("{what}, {}{mixed} routes{logged}", thousands(self.routes))
     }
 }

@@ -213,8 +213,8 @@ impl Steering {
         let tcp = entries::offsets(&answer, &side);
         let now = super::sys::monotonic_ns();
         let mut to_client = entries::to_client_entry(syn, client, tcp, now);
-        // Nothing acknowledged yet: the translation stage raises it with each ACK from P.
-        to_client.acked = syn.isn;
+        // Nothing of the replay acknowledged yet (the SYN only): the translation stage moves it forward.
+        to_client.acked = syn.isn.wrapping_add(1);
         self.datapath.write_flow(&pod_key, &to_client).map_err(map_fallback)?;
         let client_key = entries::key(client, entries::arrival_destination(syn));
         undo.client_key = Some(client_key);

@@ -90,6 +90,7 @@ pub fn run(
         contenders: Vec::new(),
         duration: plan.passthrough_duration,
         connections: plan.passthrough_connections,
+        access_log: false,
     };
     for rep in 0..stage.runs {
         let mut order = Relay::ALL.to_vec();

@@ -1,0 +1,300 @@
+//! The access-log side of one HTTP request: its record begun when the head arrives (captures, request line,
+//! unique id), completed when the response head is ready (backend, pod, status, termination state, sticky
+//! cookie state, response captures) and sent when the response body ends or is dropped (bytes, timers, a
+//! client or pod that left mid-body). Also the line of a connection that ended without a request.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Version};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::time::Instant;
+
+use super::client_io::HeadTiming;
+use super::forwarded::ConnectionInfo;
+use super::sticky::cookie_value;
+use crate::access_log::{
+    AccessLog, Counts, LineKind, LogRecord, RequestLine, Termination, FE_SNI, NOT_REACHED, PUBLIC,
+};
+use crate::table::Backend;
+
+/// The endpoint (index in its backend) whose response this is; set only while records are kept.
+#[derive(Clone, Copy, Debug)]
+pub struct ServedBy(pub usize);
+
+/// A request's record until its response ends.
+pub struct RequestLog {
+    log: Arc<AccessLog>,
+    record: LogRecord,
+    timing: HeadTiming,
+    /// The head was complete (the handler started).
+    head_done: Instant,
+    /// The Cookie headers as the client sent them, for the sticky cookie's state.
+    cookies: HeaderMap,
+}
+
+fn frontend_of(info: &ConnectionInfo) -> (&'static str, bool) {
+    match info.proto {
+        "https" => (FE_SNI, true),
+        _ => (PUBLIC, false),
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    duration.as_millis().min(i64::MAX as u128) as i64
+}
+
+fn version_name(version: Version) -> &'static str {
+    match version {
+        Version::HTTP_09 => "HTTP/0.9",
+        Version::HTTP_10 => "HTTP/1.0",
+        Version::HTTP_2 => "HTTP/2.0",
+        Version::HTTP_3 => "HTTP/3.0",
+        _ => "HTTP/1.1",
+    }
+}
+
+fn new_record(log: &AccessLog, info: &ConnectionInfo, accepted_at: SystemTime) -> LogRecord {
+    let (frontend, tls) = frontend_of(info);
+    let mut record = LogRecord::new(frontend, tls, info.client, info.local);
+    record.accepted_at = accepted_at;
+    let (active, on_frontend) = log.connections.now(frontend);
+    record.counts = Counts { active, frontend: on_frontend, ..Counts::default() };
+    record
+}
+
+impl RequestLog {
+    /// A record for `request`, when the access log keeps records (lines, or a unique id).
+    pub fn begin<B>(
+        log: &Arc<AccessLog>,
+        info: &ConnectionInfo,
+        accepted_at: SystemTime,
+        request: &Request<B>,
+        timing: HeadTiming,
+    ) -> Option<RequestLog> {
+        if !log.records_requests() {
+            return None;
+        }
+        let head_done = Instant::now();
+        let mut record = new_record(log, info, accepted_at);
+        let idle = if timing.first { Duration::ZERO } else { timing.idle };
+        record.requested_at = SystemTime::now() - head_done.duration_since(timing.began);
+        record.timers.idle = millis(idle);
+        record.timers.request = millis(head_done.duration_since(timing.began));
+        record.request_counter = log.next_request_number();
+        record.request = Some(RequestLine {
+            method: request.method().as_str().to_string(),
+            uri: request.uri().to_string(),
+            version: version_name(request.version()),
+        });
+        record.bytes_uploaded = head_size(request);
+        log.capture_request(request.headers(), &mut record);
+        let mut cookies = HeaderMap::new();
+        for value in request.headers().get_all(http::header::COOKIE) {
+            cookies.append(http::header::COOKIE, value.clone());
+        }
+        Some(RequestLog { log: log.clone(), record, timing, head_done, cookies })
+    }
+
+    /// The unique id for this request (kept for `%ID`): the header to send to the pod.
+    pub fn unique_id(&mut self) -> Option<(HeaderName, HeaderValue)> {
+        let (name, value) = self.log.unique_id(&self.record)?;
+        self.record.unique_id = value.to_str().ok().map(str::to_string);
+        Some((name, value))
+    }
+
+    /// The response head is ready: who answered and how.
+    pub fn responded<B>(&mut self, backend: Option<&Backend>, response: &Response<B>) {
+        let record = &mut self.record;
+        let served = response.extensions().get::<ServedBy>().and_then(|s| backend.and_then(|b| b.endpoints.get(s.0)));
+        let status = response.status();
+        record.status = Some(status.as_u16());
+        if backend.is_none() && status == StatusCode::SERVICE_UNAVAILABLE {
+            // No route: HAProxy's default backend answers.
+            record.backend = Arc::from("openshift_default");
+        }
+        if let Some(backend) = backend {
+            record.backend = backend.labels.backend.clone();
+            record.counts.backend = backend.endpoints.iter().map(|e| u64::from(e.in_flight.get())).sum();
+        }
+        let waited = millis(self.head_done.elapsed());
+        match served {
+            Some(endpoint) => {
+                record.server = Some((Arc::from(endpoint.id.as_str()), endpoint.addr));
+                record.counts.server = u64::from(endpoint.in_flight.get());
+                record.timers.queue = 0;
+                record.timers.connect = 0;
+                record.timers.response = waited;
+            }
+            None => record.termination = own_answer(status),
+        }
+        if let (Some(backend), Some(endpoint)) = (backend, served) {
+            if let Some(cookie) = &backend.policy.cookie {
+                let sent = cookie_value(&self.cookies, &cookie.name);
+                record.termination = match sent {
+                    Some(value) if value == endpoint.cookie => record.termination.with_cookie(b'V', b'N'),
+                    Some(_) => record.termination.with_cookie(b'I', b'I'),
+                    None => record.termination.with_cookie(b'N', b'I'),
+                };
+            }
+        }
+        record.bytes_read = response_head_size(response);
+        // As HAProxy: response captures are of a server's response, empty for the router's own answers.
+        let headers = served.map(|_| response.headers());
+        self.log.capture_response(headers, record);
+    }
+
+    /// The protection refused the client: its connection closes unanswered.
+    pub fn refused(mut self) {
+        self.record.termination = Termination::new(b'P', b'R');
+        self.finish(0, None);
+    }
+
+    fn finish(self, body_bytes: u64, ended_early: Option<Termination>) {
+        let RequestLog { log, mut record, timing, .. } = self;
+        if !log.enabled() {
+            return;
+        }
+        record.bytes_read += body_bytes;
+        if let Some(early) = ended_early {
+            if record.termination.0[0] == b'-' {
+                record.termination =
+                    Termination([early.0[0], early.0[1], record.termination.0[2], record.termination.0[3]]);
+            }
+        }
+        let active = timing.began.elapsed();
+        record.timers.active = millis(active);
+        let before = if timing.first { Duration::ZERO } else { timing.idle };
+        record.timers.total = millis(active + before);
+        log.log(LineKind::Http, record);
+    }
+}
+
+/// The termination state of an answer the router made itself.
+fn own_answer(status: StatusCode) -> Termination {
+    match status.as_u16() {
+        400 | 431 | 500 => Termination::new(b'P', b'R'),
+        502 => Termination::new(b'S', b'H'),
+        503 => Termination::new(b'S', b'C'),
+        504 => Termination::new(b's', b'H'),
+        _ => Termination::new(b'L', b'R'),
+    }
+}
+
+/// Bytes of an HTTP/1.1 request head (request line, headers, blank line), plus a declared body.
+fn head_size<B>(request: &Request<B>) -> u64 {
+    let line = request.method().as_str().len() + 1 + request.uri().to_string().len() + 1 + 8 + 2;
+    let body = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    (line + headers_size(request.headers()) + 2) as u64 + body
+}
+
+/// Bytes of the response head as HTTP/1.1 writes it: status line, headers, and the `date` header hyper adds.
+fn response_head_size<B>(response: &Response<B>) -> u64 {
+    let status = response.status();
+    let reason = status.canonical_reason().unwrap_or("");
+    let line = 9 + 3 + 1 + reason.len() + 2;
+    let date = if response.headers().contains_key(http::header::DATE) { 0 } else { 37 };
+    (line + headers_size(response.headers()) + date + 2) as u64
+}
+
+fn headers_size(headers: &HeaderMap) -> usize {
+    headers.iter().map(|(name, value)| name.as_str().len() + 2 + value.len() + 2).sum()
+}
+
+/// The line of a connection that ended before any request: HAProxy's `<BADREQ>` line, 400 `CR--` when the
+/// client closed, 408 `cR--` when it timed out, 400 `PR--` when what it sent was not a request.
+pub fn log_empty_connection(
+    log: &AccessLog,
+    info: &ConnectionInfo,
+    accepted_at: SystemTime,
+    opened: Instant,
+    received: bool,
+    timed_out: bool,
+) {
+    if !log.logs_empty_connection(received) {
+        return;
+    }
+    let mut record = new_record(log, info, accepted_at);
+    record.request_counter = log.next_request_number();
+    let (status, termination) = match (timed_out, received) {
+        (true, _) => (408, Termination::new(b'c', b'R')),
+        (false, true) => (400, Termination::new(b'P', b'R')),
+        (false, false) => (400, Termination::new(b'C', b'R')),
+    };
+    record.status = Some(status);
+    record.termination = termination;
+    record.timers.request = NOT_REACHED;
+    let lasted = millis(opened.elapsed());
+    record.timers.active = lasted;
+    record.timers.total = lasted;
+    log.log(LineKind::Http, record);
+}
+
+/// A response body that sends its request's line when it is dropped: after its end, or when the client or the
+/// pod left mid-body.
+pub struct LoggedBody<B> {
+    body: B,
+    log: Option<RequestLog>,
+    bytes: u64,
+    complete: bool,
+    failed: bool,
+}
+
+impl<B: Body> LoggedBody<B> {
+    pub fn new(body: B, log: Option<RequestLog>) -> Self {
+        let complete = body.is_end_stream();
+        Self { body, log, bytes: 0, complete, failed: false }
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Body for LoggedBody<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if self.log.is_some() {
+            match &polled {
+                Poll::Ready(Some(Ok(frame))) => {
+                    self.bytes += frame.data_ref().map_or(0, |data| data.len() as u64);
+                    if self.body.is_end_stream() {
+                        self.complete = true;
+                    }
+                }
+                Poll::Ready(Some(Err(_))) => self.failed = true,
+                Poll::Ready(None) => self.complete = true,
+                Poll::Pending => {}
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl<B> Drop for LoggedBody<B> {
+    fn drop(&mut self) {
+        if let Some(log) = self.log.take() {
+            let early = match (self.complete, self.failed) {
+                (true, _) => None,
+                (false, true) => Some(Termination::new(b'S', b'D')),
+                (false, false) => Some(Termination::new(b'C', b'D')),
+            };
+            log.finish(self.bytes, early);
+        }
+    }
+}
