@@ -24,7 +24,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let settings = Settings::parse();
 
-    let xdp = match &settings.xdp_iface {
+    let mut xdp = match &settings.xdp_iface {
         Some(iface) => {
             let options = XdpOptions {
                 iface: iface.clone(),
@@ -43,7 +43,21 @@ async fn main() -> anyhow::Result<()> {
         idle_timeout: settings.xdp_conntrack_idle_timeout,
         closing_timeout: settings.xdp_conntrack_closing_timeout,
     };
-    let router = router::server::start(settings).await?;
+    let steer_maps = match (settings.steer.xdp_steer_passthrough, xdp.as_mut()) {
+        (true, Some(front)) => {
+            let maps = front.take_steer_maps();
+            if maps.is_none() {
+                tracing::warn!("the XDP front has no steering maps; passthrough stays on the userspace relay");
+            }
+            maps
+        }
+        (true, None) => {
+            tracing::warn!("--xdp-steer-passthrough needs --xdp-iface; passthrough stays on the userspace relay");
+            None
+        }
+        (false, _) => None,
+    };
+    let router = router::server::start_with_steering(settings, steer_maps).await?;
     // The XDP front follows the router's own Service: nodePorts, local endpoints, node addresses.
     let xdp = xdp.map(Arc::new);
     let sync = match (&xdp, &router.local_service) {

@@ -19,12 +19,14 @@ use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
+use crate::relay::steer::{SteerConfig, Steering};
 use crate::relay::PassthroughRelay;
 use crate::router_service::{follow, node_name_or_hostname};
 use crate::source::kube::{KubeError, KubeOptions, SkippedObjects};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
+use crate::xdp::SteerMaps;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -67,6 +69,14 @@ pub struct RunningRouter {
 /// ROUTER_BIND_PORTS_AFTER_SYNC the HTTP and HTTPS ports are bound (and this returns) only after that, the
 /// admin port answering (not ready) meanwhile.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
+    start_with_steering(settings, None).await
+}
+
+/// [`start`], with the XDP front's steering maps for `--xdp-steer-passthrough`.
+pub async fn start_with_steering(
+    settings: Settings,
+    steer_maps: Option<SteerMaps>,
+) -> Result<RunningRouter, StartError> {
     let source = settings.source_choice()?;
     let tls = TlsSetup::from_args(&settings.tls)?;
     let mut defaults = settings.routing.defaults(settings.server_timeout)?;
@@ -198,7 +208,8 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         inspect_delay: settings.tls.inspect_delay,
         connect_timeout: settings.connect_timeout,
         client_cert_headers: tls.client_cert_headers,
-        passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap),
+        passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap)
+            .with_steering(start_steering(steer_maps, &settings, https_addr, &metrics)),
     };
     let drain = settings.hard_stop_after;
     let https = Arc::new(https);
@@ -243,6 +254,31 @@ impl RunningRouter {
             task.abort();
         }
         info!("router stopped");
+    }
+}
+
+/// The passthrough steering setup, when asked for and the XDP front handed over its maps; a failure to
+/// start leaves passthrough on the userspace relay (logged).
+fn start_steering(
+    maps: Option<SteerMaps>,
+    settings: &Settings,
+    https_addr: SocketAddr,
+    metrics: &Arc<Metrics>,
+) -> Option<Arc<Steering>> {
+    if !settings.steer.xdp_steer_passthrough {
+        return None;
+    }
+    let config = SteerConfig {
+        ports: settings.steer.xdp_steer_ports.clone(),
+        https_port: https_addr.port(),
+        proxy_protocol: settings.tls.use_proxy_protocol,
+    };
+    match Steering::start(maps?, &config, metrics.clone()) {
+        Ok(steering) => Some(steering),
+        Err(error) => {
+            tracing::warn!(%error, "passthrough steering not started; passthrough stays on the userspace relay");
+            None
+        }
     }
 }
 

@@ -7,6 +7,7 @@ mod listeners;
 mod metrics;
 mod routing;
 mod stats_auth;
+mod steer;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -22,6 +23,7 @@ pub use listeners::ListenerArgs;
 pub use metrics::MetricsArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use stats_auth::{StatsAuthArgs, StatsAuthError};
+pub use steer::SteerArgs;
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -135,6 +137,10 @@ pub struct Settings {
     /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// XDP steering of passthrough connections.
+    #[command(flatten)]
+    pub steer: SteerArgs,
 
     /// Compression and header-name case (ROUTER_ENABLE_COMPRESSION, ROUTER_H1_CASE_ADJUST).
     #[command(flatten)]

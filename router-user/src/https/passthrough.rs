@@ -2,7 +2,9 @@
 //! chosen by the route's balancer (by default a consistent hash of the client address,
 //! `ROUTER_TCP_BALANCE_SCHEME=source`) and connected with retries (`balance::Attempts`), the buffered
 //! ClientHello sent first, then the bytes carried both ways by a passthrough relay (`relay`) until both
-//! sides close or the tunnel timeout passes with no traffic.
+//! sides close or the tunnel timeout passes with no traffic. With `--xdp-steer-passthrough`, the chosen pod
+//! is first offered the connection through the XDP datapath (`relay::steer`), which then carries it
+//! without the router; the relay takes whatever the setup gives back.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -18,6 +20,7 @@ use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
 use crate::metrics::{BackendOnlyLabels, CountersSlot, PassthroughLabels, TlsFailureLabels};
 use crate::protection::RouteGate;
+use crate::relay::SteerOutcome;
 use crate::table::{Backend, Endpoint};
 
 pub async fn relay_to_pod(
@@ -43,6 +46,18 @@ pub async fn relay_to_pod(
             line.end(Termination::new(b'P', b'R'), 0, 0);
             return;
         }
+    };
+    let client_stream = if context.passthrough_relay.steers() {
+        match offer_to_xdp(client_stream, client, &hello, &backend, context).await {
+            Some(stream) => stream,
+            None => {
+                // Handed to the XDP datapath: the router saw only the ClientHello.
+                line.end(Termination::NORMAL, 0, hello.len() as u64);
+                return;
+            }
+        }
+    } else {
+        client_stream
     };
     let connecting = Instant::now();
     let Some((endpoint, mut pod)) = connect(&backend, client, context).await else {
@@ -127,6 +142,32 @@ impl TcpLine {
             drop(open);
             self.log.log(LineKind::Tcp, record);
         }
+    }
+}
+
+/// Offers the connection to the XDP datapath for the pod the route's balancer picks; `None` when the
+/// datapath took it (counted like a relayed connection) or it was lost, else the stream back.
+async fn offer_to_xdp(
+    stream: TcpStream,
+    client: SocketAddr,
+    hello: &[u8],
+    backend: &Backend,
+    context: &HttpsContext,
+) -> Option<TcpStream> {
+    let endpoints = &backend.endpoints;
+    // Weight 0 takes no new passthrough connections, as in `ConnectTrial::pick`.
+    let Some(index) = backend.pick(client.ip(), &[]).filter(|i| endpoints[*i].weight > 0) else {
+        return Some(stream);
+    };
+    let pod = endpoints[index].addr;
+    match context.passthrough_relay.steer(stream, hello, pod, backend.policy.tunnel_timeout).await {
+        SteerOutcome::Steered => {
+            let labels = BackendOnlyLabels { backend: backend.labels.backend.clone() };
+            context.metrics.passthrough_connections.get_or_create(&labels).inc();
+            None
+        }
+        SteerOutcome::Lost => None,
+        SteerOutcome::NotSteered(stream) => Some(stream),
     }
 }
 

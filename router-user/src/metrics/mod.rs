@@ -111,8 +111,21 @@ pub struct PassthroughLabels {
     pub direction: &'static str,
 }
 
+/// Why a passthrough connection was not steered to its pod by the XDP datapath (`no_syn`, `no_port`,
+/// `map_full`, `no_answer`, ...: `relay::steer`'s reasons).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SteerFallbackLabels {
+    pub reason: &'static str,
+}
+
 pub struct Metrics {
     registry: Registry,
+    /// Passthrough connections handed to the XDP datapath (`--xdp-steer-passthrough`).
+    pub xdp_steered_connections: Counter,
+    /// Passthrough connections the steering setup left on the userspace relay, by reason.
+    pub xdp_steer_fallbacks: Family<SteerFallbackLabels, Counter>,
+    /// Steered flows whose entries are in the datapath now.
+    pub xdp_steered_flows: Gauge,
     pub tls_failures: Family<TlsFailureLabels, Counter>,
     pub passthrough_connections: Family<BackendOnlyLabels, Counter>,
     pub passthrough_bytes: Family<PassthroughLabels, Counter>,
@@ -229,6 +242,24 @@ impl Default for Metrics {
             "Bytes relayed for passthrough routes, by backend and direction",
             passthrough_bytes.clone(),
         );
+        let xdp_steered_connections = Counter::default();
+        registry.register(
+            "router_xdp_steered_connections",
+            "Passthrough connections steered to their pod by the XDP datapath",
+            xdp_steered_connections.clone(),
+        );
+        let xdp_steer_fallbacks = Family::<SteerFallbackLabels, Counter>::default();
+        registry.register(
+            "router_xdp_steer_fallbacks",
+            "Passthrough connections left on the userspace relay by the XDP steering setup, by reason",
+            xdp_steer_fallbacks.clone(),
+        );
+        let xdp_steered_flows = Gauge::default();
+        registry.register(
+            "router_xdp_steered_flows",
+            "Steered passthrough flows with entries in the XDP datapath",
+            xdp_steered_flows.clone(),
+        );
         let access_log_dropped_lines = Counter::default();
         registry.register(
             "router_access_log_dropped_lines",
@@ -257,6 +288,9 @@ impl Default for Metrics {
         let template_router = TemplateRouterMetrics::register(&mut registry);
         Self {
             registry,
+            xdp_steered_connections,
+            xdp_steer_fallbacks,
+            xdp_steered_flows,
             request_durations,
             tls_handshakes,
             tls_handshake_failures,

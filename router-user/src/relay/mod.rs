@@ -2,16 +2,19 @@
 //! about them. Passthrough connections use the sockmap relay (an `sk_skb` program moves the bytes in the
 //! kernel) when it is loaded, else the splice(2) relay (userspace drives splice(2) through pipes); upgraded
 //! HTTP exchanges (WebSocket) use the tunnel, a userspace copy. All three share one idle tracker, and their
-//! raw system calls live in `sys`, the only module here allowed `unsafe`.
+//! raw system calls live in `sys`, the only module here allowed `unsafe` besides `steer::sys`. With
+//! `--xdp-steer-passthrough`, a passthrough connection is first offered to the XDP datapath (`steer`), which
+//! then carries it without the router.
 
 mod idle;
 mod passthrough;
 mod sockmap;
 mod splice;
+pub mod steer;
 mod sys;
 mod tunnel;
 
-pub use passthrough::PassthroughRelay;
+pub use passthrough::{PassthroughRelay, SteerOutcome};
 pub use sockmap::{SockmapError, SockmapRelay};
 pub use splice::splice_relay;
 pub use tunnel::tunnel;

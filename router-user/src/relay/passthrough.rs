@@ -1,6 +1,7 @@
 //! How a passthrough connection's bytes are carried once its pod is connected and the ClientHello sent on:
 //! by the sockmap relay in the kernel when it is loaded and takes the connection, else by the splice(2)
-//! relay.
+//! relay. Before a pod is connected, a connection may be offered to the XDP datapath (`steer`), which
+//! carries it without the router when the setup succeeds.
 
 use std::io;
 use std::sync::Arc;
@@ -11,19 +12,49 @@ use tracing::debug;
 
 use super::sockmap::SockmapRelay;
 use super::splice::splice_relay;
+pub use super::steer::SteerOutcome;
+use super::steer::Steering;
 use super::RelayStats;
 
 /// The relays passthrough connections may use, chosen once at start.
 pub struct PassthroughRelay {
     /// The sockmap relay, when asked for (`ROUTER_PASSTHROUGH_SOCKMAP`) and loaded.
     sockmap: Option<Arc<SockmapRelay>>,
+    /// The XDP steering setup, when `--xdp-steer-passthrough` and the XDP front's maps allow.
+    steering: Option<Arc<Steering>>,
 }
 
 impl PassthroughRelay {
     /// Loads the sockmap relay when `sockmap` and the kernel and privileges allow (logging the outcome);
     /// the splice(2) relay is always there.
     pub fn start(sockmap: bool) -> Self {
-        PassthroughRelay { sockmap: SockmapRelay::start(sockmap) }
+        PassthroughRelay { sockmap: SockmapRelay::start(sockmap), steering: None }
+    }
+
+    /// Offers passthrough connections to `steering` first.
+    pub fn with_steering(mut self, steering: Option<Arc<Steering>>) -> Self {
+        self.steering = steering;
+        self
+    }
+
+    /// Whether connections are offered to the XDP datapath (the pod must then be chosen first).
+    pub fn steers(&self) -> bool {
+        self.steering.is_some()
+    }
+
+    /// Offers `client` (whose bytes so far are `hello`) to the XDP datapath for `pod`; without
+    /// steering, or when the setup falls back, the connection comes back unchanged.
+    pub async fn steer(
+        &self,
+        client: TcpStream,
+        hello: &[u8],
+        pod: std::net::SocketAddr,
+        idle_timeout: Duration,
+    ) -> SteerOutcome {
+        match &self.steering {
+            Some(steering) => steering.steer(client, hello, pod, idle_timeout).await,
+            None => SteerOutcome::NotSteered(client),
+        }
     }
 
     /// Relays `client` <-> `pod` until both directions have ended, an error (both reset), or `idle_timeout`

@@ -1,0 +1,62 @@
+//! Why a passthrough connection was not steered and stays on the userspace relay: one label per
+//! reason in `router_xdp_steer_fallbacks_total{reason}`.
+
+/// A reason the setup gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// The datapath recorded no SYN for the connection (XDP not on its path, or the entry aged out).
+    NoSyn,
+    /// The connection came with a PROXY header: the bytes R read are not all C's.
+    ProxyProtocol,
+    /// IPv6 client or pod: not steered yet.
+    Ipv6,
+    /// No free port in the reserved range.
+    NoPort,
+    /// `STEER_FLOWS` is full.
+    MapFull,
+    /// Another map operation failed.
+    MapError,
+    /// The raw socket could not send.
+    RawSocket,
+    /// TCP_REPAIR or the socket facts could not be read.
+    Repair,
+    /// R holds bytes beyond the ClientHello the router read.
+    LeftoverBytes,
+    /// No answer from the pod within the wait, after two SYNs.
+    NoAnswer,
+    /// The pod answered with a RST.
+    PodRst,
+    /// The pod's SYN-ACK does not fit leg A (acknowledgement or options).
+    BadAnswer,
+    /// The pod never acknowledged the whole ClientHello, and nothing of it reached the client.
+    NotAcked,
+    /// The pod never acknowledged the whole ClientHello after some of its packets reached the client:
+    /// the flow is lost (R closed with a RST).
+    ReplayUnacked,
+}
+
+impl Fallback {
+    pub fn label(self) -> &'static str {
+        match self {
+            Fallback::NoSyn => "no_syn",
+            Fallback::ProxyProtocol => "proxy_protocol",
+            Fallback::Ipv6 => "ipv6",
+            Fallback::NoPort => "no_port",
+            Fallback::MapFull => "map_full",
+            Fallback::MapError => "map_error",
+            Fallback::RawSocket => "raw_socket",
+            Fallback::Repair => "repair",
+            Fallback::LeftoverBytes => "leftover_bytes",
+            Fallback::NoAnswer => "no_answer",
+            Fallback::PodRst => "pod_rst",
+            Fallback::BadAnswer => "bad_answer",
+            Fallback::NotAcked => "not_acked",
+            Fallback::ReplayUnacked => "replay_unacked",
+        }
+    }
+
+    /// Whether the connection is lost instead of carried by the userspace relay.
+    pub fn is_fatal(self) -> bool {
+        self == Fallback::ReplayUnacked
+    }
+}

@@ -1,0 +1,233 @@
+//! Passthrough steering, the userspace setup: a passthrough connection whose ClientHello the router
+//! read is handed to the XDP datapath, which from then on moves its packets between the client and
+//! the pod by itself (design notes: `/work/shared/XDP-STEERING.md`; the contract of this increment:
+//! the router opens leg B from a raw socket). Off unless `--xdp-steer-passthrough`.
+//!
+//! - [`datapath`]: the maps behind a trait (the kernel's in [`aya_maps`], a fake in tests).
+//! - [`waiters`]: connections waiting for their pod's SYN-ACK, woken from `STEER_EVENTS`.
+//! - [`segment`]: leg B's raw segments; [`entries`]: keys and entries; [`ports`]: Q's ports;
+//!   [`reserved_ports`]: the sysctl that keeps the kernel off them.
+//! - [`setup`]: the offload of one connection; [`sweep`]: removing ended and idle flows;
+//!   [`fallback`]: the reasons a connection stays on the userspace relay.
+//! - [`leg`]: the router's socket R as the setup uses it; [`sys`]: the raw system calls.
+
+mod aya_maps;
+pub mod datapath;
+mod entries;
+mod fallback;
+mod leg;
+mod ports;
+mod reserved_ports;
+mod segment;
+mod setup;
+#[cfg(test)]
+mod setup_tests;
+mod sweep;
+mod sys;
+mod waiters;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::ops::RangeInclusive;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use router_common::nat::{FlowKey, FAMILY_IPV4};
+use router_common::steer::setup::SteerPortKey;
+use tokio::net::TcpStream;
+use tracing::{debug, info, warn};
+
+pub use datapath::{DatapathError, SteerDatapath};
+pub use fallback::Fallback;
+pub use setup::SetupTiming;
+
+use crate::metrics::{Metrics, SteerFallbackLabels};
+use crate::xdp::SteerMaps;
+use ports::PortPool;
+use waiters::AnswerWaiters;
+
+/// How the sweep runs.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Sends leg B's packets and names the node address they leave from.
+pub trait SegmentSender: Send + Sync {
+    /// Sends one whole IPv4 packet towards `dst`.
+    fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()>;
+    /// The node address the kernel's routing would use towards `pod` (Q's address).
+    fn source_towards(&self, pod: Ipv4Addr) -> io::Result<Ipv4Addr>;
+}
+
+impl SegmentSender for sys::RawSocket {
+    fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()> {
+        sys::RawSocket::send(self, dst, packet)
+    }
+
+    fn source_towards(&self, pod: Ipv4Addr) -> io::Result<Ipv4Addr> {
+        // connect(2) on a UDP socket only picks the route and the source; nothing is sent.
+        let probe = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+        probe.connect((pod, 9))?;
+        match probe.local_addr()?.ip() {
+            std::net::IpAddr::V4(ip) => Ok(ip),
+            std::net::IpAddr::V6(_) => Err(io::Error::new(io::ErrorKind::Unsupported, "IPv6 source")),
+        }
+    }
+}
+
+/// What the router was asked to steer with (`--xdp-steer-passthrough`, `--xdp-steer-ports`).
+#[derive(Clone, Debug)]
+pub struct SteerConfig {
+    /// Q's reserved port range.
+    pub ports: RangeInclusive<u16>,
+    /// The router's TLS port, whose client SYNs the datapath records.
+    pub https_port: u16,
+    /// Connections come with a PROXY header: none can be steered.
+    pub proxy_protocol: bool,
+}
+
+/// A steered flow the sweep watches.
+#[derive(Clone, Copy, Debug)]
+struct SteeredFlow {
+    /// P -> Q: the `STEER_TO_CLIENT` entry.
+    pod_key: FlowKey,
+    /// C -> the address C connected to: the `STEER_TO_POD` entry.
+    client_key: FlowKey,
+    port: u16,
+    /// The route's tunnel timeout.
+    idle_limit: Duration,
+}
+
+/// What became of a connection offered for steering.
+#[derive(Debug)]
+pub enum SteerOutcome {
+    /// The datapath carries it; R is closed without a word to C.
+    Steered,
+    /// The flow was lost half-way (counted `replay_unacked`); R was reset.
+    Lost,
+    /// Still the router's: carry it with the userspace relay, as without steering.
+    NotSteered(TcpStream),
+}
+
+/// The steering setup: the maps, leg B's raw socket, Q's ports, the flows being watched.
+pub struct Steering {
+    datapath: Arc<dyn SteerDatapath>,
+    sender: Arc<dyn SegmentSender>,
+    waiters: Arc<AnswerWaiters>,
+    ports: Mutex<PortPool>,
+    flows: Mutex<HashMap<FlowKey, SteeredFlow>>,
+    metrics: Arc<Metrics>,
+    timing: SetupTiming,
+    proxy_protocol: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Why steering could not start (the router then runs without it).
+#[derive(Debug, thiserror::Error)]
+pub enum SteerStartError {
+    #[error("opening the raw socket for leg B: {0}")]
+    RawSocket(#[source] io::Error),
+    #[error("adding the port range to net.ipv4.ip_local_reserved_ports: {0}")]
+    ReservedPorts(#[source] io::Error),
+    #[error("recording the TLS port in STEER_PORTS: {0}")]
+    Ports(#[source] DatapathError),
+}
+
+impl Steering {
+    /// A setup over any datapath and sender (the kernel's, or fakes in tests).
+    pub fn new(
+        datapath: Arc<dyn SteerDatapath>,
+        sender: Arc<dyn SegmentSender>,
+        config: &SteerConfig,
+        metrics: Arc<Metrics>,
+        timing: SetupTiming,
+    ) -> Steering {
+        Steering {
+            datapath,
+            sender,
+            waiters: Arc::new(AnswerWaiters::default()),
+            ports: Mutex::new(PortPool::new(config.ports.clone())),
+            flows: Mutex::new(HashMap::new()),
+            metrics,
+            timing,
+            proxy_protocol: config.proxy_protocol,
+        }
+    }
+
+    /// Starts steering over the XDP front's maps: reserves Q's ports in the kernel, records the TLS
+    /// port, and spawns the `STEER_EVENTS` reader and the sweep (on the current runtime).
+    pub fn start(
+        maps: SteerMaps,
+        config: &SteerConfig,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<Steering>, SteerStartError> {
+        let sender = sys::RawSocket::open().map_err(SteerStartError::RawSocket)?;
+        let reserved =
+            reserved_ports::reserve(std::path::Path::new(reserved_ports::RESERVED_PORTS), config.ports.clone())
+                .map_err(SteerStartError::ReservedPorts)?;
+        let SteerMaps { ports, syns, answers, flows, events } = maps;
+        let datapath = aya_maps::AyaMaps {
+            ports: Mutex::new(ports),
+            syns: Mutex::new(syns),
+            answers: Mutex::new(answers),
+            flows: Mutex::new(flows),
+        };
+        datapath
+            .add_port(SteerPortKey { port: config.https_port, family: FAMILY_IPV4, _pad: 0 })
+            .map_err(SteerStartError::Ports)?;
+        let steering =
+            Arc::new(Steering::new(Arc::new(datapath), Arc::new(sender), config, metrics, SetupTiming::default()));
+        tokio::spawn(waiters::read_events(events, steering.waiters.clone()));
+        tokio::spawn(sweep::run(Arc::downgrade(&steering), SWEEP_EVERY));
+        info!(ports = ?config.ports, reserved_ports = %reserved, "passthrough steering on");
+        Ok(steering)
+    }
+
+    /// Offers `stream` (R, whose ClientHello `hello` was read) to the datapath for the pod `pod`.
+    pub async fn steer(
+        &self,
+        stream: TcpStream,
+        hello: &[u8],
+        pod: SocketAddr,
+        tunnel_timeout: Duration,
+    ) -> SteerOutcome {
+        let (Ok(client), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
+            return SteerOutcome::NotSteered(stream);
+        };
+        let request = setup::SteerRequest { client, local, pod, hello, tunnel_timeout };
+        match self.offload(&stream, &request).await {
+            Ok(()) => {
+                self.metrics.xdp_steered_connections.inc();
+                debug!(%client, %pod, "passthrough connection steered");
+                // Repair mode is on: the close sends nothing to C.
+                drop(stream);
+                SteerOutcome::Steered
+            }
+            Err(reason) => {
+                self.metrics.xdp_steer_fallbacks.get_or_create(&SteerFallbackLabels { reason: reason.label() }).inc();
+                debug!(%client, %pod, reason = reason.label(), "passthrough connection not steered");
+                if reason.is_fatal() {
+                    warn!(%client, %pod, "the pod never acknowledged the replayed ClientHello; the connection is lost");
+                    leg::reset(stream);
+                    return SteerOutcome::Lost;
+                }
+                SteerOutcome::NotSteered(stream)
+            }
+        }
+    }
+
+    fn take_port(&self) -> Option<u16> {
+        lock(&self.ports).take()
+    }
+
+    fn free_port(&self, port: u16) {
+        lock(&self.ports).free(port);
+    }
+
+    fn register(&self, flow: SteeredFlow) {
+        lock(&self.flows).insert(flow.pod_key, flow);
+        self.metrics.xdp_steered_flows.inc();
+    }
+}
