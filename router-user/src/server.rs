@@ -13,6 +13,7 @@ use tracing::info;
 use crate::admin::{serve_admin, AdminState, Readiness};
 use crate::config::{RoutingError, Settings};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
+use crate::listen::ConnectionLimit;
 use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
@@ -73,6 +74,9 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     };
     let mut proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     proxy_options.request_head_limit = settings.limits.request_head_limit()?;
+    let fin_timeouts = settings.limits.timeouts.fin_timeouts();
+    proxy_options.fin_timeouts = Some(fin_timeouts);
+    let max_connections = settings.limits.connection_limit()?;
     let http_listener = bind("http", settings.http_addr()).await?;
     let https_listener = bind("https", settings.https_addr()).await?;
     let admin_listener = bind("admin", settings.stats_addr()).await?;
@@ -82,6 +86,8 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
+    let connection_limit = ConnectionLimit::new(max_connections, &metrics);
+    metrics.worker_threads.set(i64::try_from(tokio::runtime::Handle::current().metrics().num_workers()).unwrap_or(0));
     let readiness = Arc::new(Readiness::default());
     let (stop, stopped) = watch::channel(false);
 
@@ -138,7 +144,11 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
 
     let upstream = Upstream::new(settings.connect_timeout);
     let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
-    let timeouts = settings.routing.client_timeouts(settings.http_request_timeout, settings.tls.use_proxy_protocol);
+    let timeouts = settings.routing.client_timeouts(
+        settings.http_request_timeout,
+        settings.limits.timeouts.client_timeout,
+        settings.tls.use_proxy_protocol,
+    );
     let https = HttpsContext {
         table: table.clone(),
         proxy: proxy.clone(),
@@ -148,11 +158,12 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
         inspect_delay: settings.tls.inspect_delay,
         connect_timeout: settings.connect_timeout,
         client_cert_headers: tls.client_cert_headers,
-        passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap),
+        passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap).with_fin_timeouts(fin_timeouts),
     };
     let drain = settings.hard_stop_after;
-    let https_task = tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain));
-    let http_task = tokio::spawn(serve_http(http_listener, proxy, timeouts, stopped, drain));
+    let https_task =
+        tokio::spawn(serve_https(https_listener, Arc::new(https), stopped.clone(), drain, connection_limit.clone()));
+    let http_task = tokio::spawn(serve_http(http_listener, proxy, timeouts, stopped, drain, connection_limit));
     info!(%http_addr, %https_addr, %stats_addr, source = ?source, "router started");
 
     Ok(RunningRouter {

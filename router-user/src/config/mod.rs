@@ -2,6 +2,7 @@
 
 mod limits;
 mod routing;
+mod timeouts;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,6 +13,7 @@ use clap::Parser;
 
 pub use limits::LimitArgs;
 pub use routing::{RoutingArgs, RoutingError};
+pub use timeouts::TimeoutArgs;
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -117,7 +119,7 @@ pub struct Settings {
     #[command(flatten)]
     pub tls: TlsArgs,
 
-    /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
+    /// Request head limits, connections, threads, client and FIN timeouts.
     #[command(flatten)]
     pub limits: LimitArgs,
 

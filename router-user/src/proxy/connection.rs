@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tracing::debug;
 
-use super::client_io::{ClientIo, ConnectionClock, InFlightBody};
+use super::client_io::{BodyWaitClock, ClientIo, ClientTimers, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use crate::listen::{stop_requested, ClientTimeouts};
@@ -42,12 +42,15 @@ pub async fn serve_client<I>(
     let clock = ConnectionClock::new(version == HttpVersion::H2);
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
-    let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
+    let timers =
+        ClientTimers { http_request: timeouts.http_request, keep_alive: timeouts.keep_alive, client: timeouts.client };
     // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
     // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
-    let service = service_fn(move |request| {
+    let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+        // The request body runs the client timeout while it waits for the client (see `ClientBody`).
+        request.extensions_mut().insert(BodyWaitClock(clock.clone()));
         async move {
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
             let mut in_flight = clock.request_started();
@@ -67,7 +70,7 @@ pub async fn serve_client<I>(
                 .header_read_timeout(None)
                 .max_header_size(head_limit)
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, http_request, keep_alive)), service)
+                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, timers)), service)
                 .with_upgrades();
             tokio::pin!(connection);
             tokio::select! {
@@ -80,7 +83,7 @@ pub async fn serve_client<I>(
             }
         }
         HttpVersion::H2 => {
-            let io = ClientIo::new(CoalescedWrites::new(io), io_clock, http_request, keep_alive);
+            let io = ClientIo::new(CoalescedWrites::new(io), io_clock, timers);
             let io = TokioIo::new(io);
             let connection = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())

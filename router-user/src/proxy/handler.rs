@@ -22,6 +22,7 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
+use super::client_io::BodyWaitClock;
 use super::forwarded::ConnectionInfo;
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
@@ -37,6 +38,7 @@ use crate::balance::{Attempts, GaveUp};
 use crate::metrics::{BackendLabels, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
+use crate::relay::FinTimeouts;
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
@@ -55,11 +57,18 @@ pub struct ProxyOptions {
     /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
     /// request is refused with 431 before it is routed (see `config::LimitArgs`).
     pub request_head_limit: usize,
+    /// ROUTER_CLIENT_FIN_TIMEOUT / ROUTER_DEFAULT_SERVER_FIN_TIMEOUT for WebSocket tunnels.
+    pub fin_timeouts: Option<FinTimeouts>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
-        Self { error_503: None, queue_timeout: Duration::ZERO, request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT }
+        Self {
+            error_503: None,
+            queue_timeout: Duration::ZERO,
+            request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
+            fin_timeouts: None,
+        }
     }
 }
 
@@ -211,12 +220,13 @@ impl HttpProxy {
             return self.unavailable();
         }
         let (parts, body) = request.into_parts();
+        let body_wait = parts.extensions.get::<BodyWaitClock>().map(BodyWaitClock::body_wait);
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
         let (body, client_fault) = match retryable {
             true => (None, None),
             false => {
-                let (body, fault) = ClientBody::watch(body);
+                let (body, fault) = ClientBody::watch(body, body_wait);
                 (Some(body), Some(fault))
             }
         };
@@ -265,7 +275,12 @@ impl HttpProxy {
                     Some(upgrade) => PodSide::Direct(upgrade),
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
-                tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
+                tokio::spawn(tunnel_upgraded(
+                    client_side,
+                    pod_side,
+                    backend.policy.tunnel_timeout,
+                    self.options.fin_timeouts,
+                ));
                 return response.map(|body| Either::Left(LeasedBody::new(body, None)));
             }
         }

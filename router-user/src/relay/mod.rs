@@ -11,9 +11,10 @@ mod splice;
 mod sys;
 mod tunnel;
 
+pub use idle::FinTimeouts;
 pub use passthrough::PassthroughRelay;
 pub use sockmap::{SockmapError, SockmapRelay};
-pub use splice::splice_relay;
+pub use splice::{splice_relay, splice_relay_closing};
 pub use tunnel::tunnel;
 
 /// Bytes a passthrough relay carried, counted when written to the receiving side.
