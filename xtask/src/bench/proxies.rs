@@ -146,9 +146,11 @@ fn base_args(config: &Path) -> Vec<String> {
     vec!["-f".into(), config.display().to_string(), "-db".into()]
 }
 
-/// The router's environment: warnings only, and active health checks effectively off (one round at start, then
-/// one a day), as HAProxy runs without `check` (see `haproxy_options`).
-const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
+/// The router's environment: warnings only, active health checks effectively off (one round at start, then
+/// one a day), as HAProxy runs without `check` (see `haproxy_options`), and one worker thread like HAProxy's
+/// `nbthread 1` (ROUTER_THREADS defaults to 4, the ingress operator's value).
+const ROUTER_ENV: [(&str, &str); 3] =
+    [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h"), ("ROUTER_THREADS", "1")];
 
 pub struct Router {
     pub manifests: PathBuf,
