@@ -31,11 +31,17 @@ pub struct Group {
     pub scenarios: Vec<Scenario>,
     pub churn: bool,
     pub lifecycle: bool,
+    /// Worker threads of both proxies (1: each on the proxy CPU; more: both on every CPU).
+    pub threads: u32,
 }
 
 impl Group {
-    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`.
+    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`,
+    /// `threads2-10`.
     pub fn name(&self) -> String {
+        if self.threads > 1 {
+            return format!("threads{}-{}", self.threads, self.routes);
+        }
         match self.tls {
             None => format!("http-{}", self.routes),
             Some(tls) if tls.resumption => format!("tls-{}", self.routes),
@@ -149,6 +155,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         contenders: contenders.to_vec(),
         duration,
         connections,
+        threads: 1,
     };
     if quick {
         let group = Group {
@@ -157,6 +164,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: vec![scenario(Load::SameUrl, 10, &[Direct, H, R], secs(2), 64)],
             churn: false,
             lifecycle: false,
+            threads: 1,
         };
         return Plan { groups: vec![group], xdp: None };
     }
@@ -198,7 +206,9 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
     let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
-    let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true };
+    let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true, threads: 1 };
+    // ROUTER_THREADS=2 against nbthread 2, both proxies free to use both CPUs (the load and the pods share CPU 0).
+    let two_threads = Scenario { threads: 2, ..scenario(Load::SameUrl, 10, &proxies, secs(8), 64) };
     let groups = vec![
         http(10, ten, false),
         http(1000, thousand, false),
@@ -209,6 +219,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: tls,
             churn: false,
             lifecycle: true,
+            threads: 1,
         },
         Group {
             routes: 40,
@@ -216,7 +227,9 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             scenarios: full,
             churn: false,
             lifecycle: false,
+            threads: 1,
         },
+        Group { routes: 10, tls: None, scenarios: vec![two_threads], churn: false, lifecycle: false, threads: 2 },
     ];
     Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
 }
@@ -236,7 +249,10 @@ mod tests {
     #[test]
     fn only_selects_groups_by_name_or_prefix() {
         let all = plan(false, true, XdpMode::Skb);
-        assert_eq!(names(&all), ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]);
+        assert_eq!(
+            names(&all),
+            ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "threads2-10", "xdp"]
+        );
         let only = |list: &[&str]| {
             let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
             plan(false, true, XdpMode::Skb).select(&only).map(|p| names(&p))
@@ -244,7 +260,8 @@ mod tests {
         assert_eq!(only(&["xdp"]).expect("xdp"), ["xdp"]);
         assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-1000", "http-10000"]);
         assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
-        assert_eq!(only(&[]).expect("all").len(), 6);
+        assert_eq!(only(&[]).expect("all").len(), 7);
+        assert_eq!(only(&["threads2"]).expect("threads"), ["threads2-10"]);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
         assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");

@@ -12,7 +12,7 @@ use super::haproxy;
 use super::measure::{Endpoint, Meter};
 use super::plan::Group;
 use super::process::{self, wait_until};
-use super::proxies::{haproxy_options, Haproxy, Router};
+use super::proxies::{haproxy_options, Haproxy, Router, RouterRun};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
 use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
@@ -41,6 +41,7 @@ struct Proxies {
 /// Runs `group`: its scenario results, start times and memory, and route churn go into `outcome`.
 pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut Outcome) -> anyhow::Result<()> {
     let name = match group.tls {
+        None if group.threads > 1 => group.name(),
         None => group.routes.to_string(),
         Some(tls) if tls.resumption => format!("tls-{}", group.routes),
         Some(_) => format!("tls-full-{}", group.routes),
@@ -62,8 +63,9 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
 
     let log = stage.work.join(format!("router-{name}.log"));
     let resumption = group.tls.is_none_or(|tls| tls.resumption);
+    let run = RouterRun { tls_resumption: resumption, passthrough_sockmap: false, threads: group.threads };
     let (router, router_start, mut router_down) =
-        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, resumption, false) {
+        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, run) {
             Ok((router, start)) => (Some(router), start, None),
             // The HTTP groups need the router; a TLS group goes on without it.
             Err(error) if group.tls.is_some() => {
@@ -78,7 +80,7 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         None => outcome.cookies.unwrap_or(false),
     };
     outcome.cookies = Some(cookies);
-    let options = haproxy::Options { tls_resumption: resumption, ..haproxy_options(cookies) };
+    let options = haproxy::Options { tls_resumption: resumption, threads: group.threads, ..haproxy_options(cookies) };
     let layout = Haproxy::layout(&stage.work.join(format!("haproxy-{name}")), &stage.certificate)?;
     let (haproxy, haproxy_start) = Haproxy::start(&set, layout, options)?;
     let config_bytes = haproxy_config_bytes(&haproxy.layout.dir);

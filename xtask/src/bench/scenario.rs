@@ -89,6 +89,9 @@ pub struct Scenario {
     pub contenders: Vec<Contender>,
     pub duration: Duration,
     pub connections: u32,
+    /// Worker threads of both proxies (ROUTER_THREADS, `nbthread`); above 1, both proxies may run on every CPU
+    /// (`proxies::ALL_CPUS`), where the load and the pods run too.
+    pub threads: u32,
 }
 
 impl Scenario {
@@ -108,6 +111,10 @@ impl Scenario {
             Load::PassthroughNewConnection => "passthrough new connections".to_string(),
         };
         let mixed = if self.load.is_tls() { " mixed" } else { "" };
-        format!("{what}, {}{mixed} routes", thousands(self.routes))
+        let threads = match self.threads {
+            0 | 1 => String::new(),
+            n => format!(", {n} proxy threads on CPUs {} (load and pods on CPU 0)", super::proxies::ALL_CPUS),
+        };
+        format!("{what}, {}{mixed} routes{threads}", thousands(self.routes))
     }
 }
