@@ -8,13 +8,14 @@
 //!
 //! While a request is served, the client timeout (ROUTER_DEFAULT_CLIENT_TIMEOUT, HAProxy's `timeout client`,
 //! 30 s) runs whenever the client is expected to act: while a request body waits for the client's next bytes
-//! ([`BodyWait`]), and while a write waits for the client to read (both directions, any phase). When it passes,
+//! ([`BodyWait`], HTTP/1 only: an HTTP/2 connection carries other streams meanwhile), and while a write waits
+//! for the client to read (any phase, until the connection becomes a tunnel). When it passes,
 //! the connection fails with [`io::ErrorKind::TimedOut`]; a request body cut that way never reaches the pod whole.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -44,6 +45,8 @@ pub struct ConnectionClock {
     body_wait_since_ms: AtomicU64,
     /// The socket wrapper's task, woken when a body starts waiting so that it arms the client timeout.
     reader: Mutex<Option<Waker>>,
+    /// The connection became a tunnel: no client timer at all.
+    tunnelled: AtomicBool,
 }
 
 impl ConnectionClock {
@@ -58,6 +61,7 @@ impl ConnectionClock {
             body_waits: AtomicU32::new(0),
             body_wait_since_ms: AtomicU64::new(0),
             reader: Mutex::new(None),
+            tunnelled: AtomicBool::new(false),
         })
     }
 
@@ -120,7 +124,10 @@ pub struct RequestInFlight {
 impl RequestInFlight {
     /// The connection became a tunnel with its own idle timer: the client timers stay off for good.
     pub fn keep_timers_off(&mut self) {
-        self.clock = None;
+        if let Some(clock) = self.clock.take() {
+            // The tunnel's own idle timer replaces the client timeout on writes too (HAProxy's `timeout tunnel`).
+            clock.tunnelled.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -269,6 +276,7 @@ impl<S> ClientIo<S> {
 
     fn written<T>(&mut self, polled: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match polled {
+            Poll::Pending if self.clock.tunnelled.load(Ordering::Acquire) => Poll::Pending,
             Poll::Pending => match self.poll_write_timer(cx) {
                 Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
                 _ => Poll::Pending,
@@ -397,6 +405,9 @@ mod tests {
         drop(upgraded);
         let mut byte = [0u8; 1];
         assert!(tokio::time::timeout(QUIET, io.read(&mut byte)).await.is_err(), "no client timer on a tunnel");
+        // Nor on writes the client does not read (the duplex holds 1024 bytes).
+        let big = vec![b'x'; 4096];
+        assert!(tokio::time::timeout(QUIET, io.write_all(&big)).await.is_err(), "no write timeout on a tunnel");
     }
 
     #[tokio::test]

@@ -49,8 +49,11 @@ pub async fn serve_client<I>(
     let head_limit = proxy.request_head_limit();
     let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
-        // The request body runs the client timeout while it waits for the client (see `ClientBody`).
-        request.extensions_mut().insert(BodyWaitClock(clock.clone()));
+        // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
+        // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out.
+        if version == HttpVersion::Http1 {
+            request.extensions_mut().insert(BodyWaitClock(clock.clone()));
+        }
         async move {
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
             let mut in_flight = clock.request_started();
