@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
@@ -77,9 +77,12 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let fin_timeouts = settings.limits.timeouts.fin_timeouts();
     proxy_options.fin_timeouts = Some(fin_timeouts);
     let max_connections = settings.limits.connection_limit()?;
-    let http_listener = bind("http", settings.http_addr()).await?;
-    let https_listener = bind("https", settings.https_addr()).await?;
-    let admin_listener = bind("admin", settings.stats_addr()).await?;
+    // Connections past ROUTER_MAX_CONNECTIONS wait in the backlog: as long as the limit, as HAProxy's default
+    // (the kernel caps it at net.core.somaxconn).
+    let backlog = u32::try_from(max_connections).unwrap_or(u32::MAX).max(ADMIN_BACKLOG);
+    let http_listener = bind("http", settings.http_addr(), backlog)?;
+    let https_listener = bind("https", settings.https_addr(), backlog)?;
+    let admin_listener = bind("admin", settings.stats_addr(), ADMIN_BACKLOG)?;
     let http_addr = local_addr(&http_listener, settings.http_addr());
     let https_addr = local_addr(&https_listener, settings.https_addr());
     let stats_addr = local_addr(&admin_listener, settings.stats_addr());
@@ -209,8 +212,22 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
     }
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr).await.map_err(|source| StartError::Bind { what, addr, source })
+/// The listen backlog of the admin listener (tokio's default for every listener).
+const ADMIN_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with address reuse (restarts while old connections linger) and `backlog`.
+fn bind(what: &'static str, addr: SocketAddr, backlog: u32) -> Result<TcpListener, StartError> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    };
+    socket
+        .and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(backlog)
+        })
+        .map_err(|source| StartError::Bind { what, addr, source })
 }
 
 fn local_addr(listener: &TcpListener, requested: SocketAddr) -> SocketAddr {
