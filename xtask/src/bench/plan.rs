@@ -1,5 +1,6 @@
 //! Which scenarios a run does, grouped by route set (both proxies are started once per group): plain HTTP sets of
-//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then the XDP group (network namespaces; not in `--quick`).
+//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then `threads2-10` (both proxies with two worker threads
+//! on both CPUs, beside the load), then the XDP group (network namespaces; not in `--quick`).
 //! `--only` picks groups by name. Also the run's budget (noise limit, idle waits, extra time) and the churn's size,
 //! which the runner keeps to and the report states.
 
