@@ -1,4 +1,5 @@
-//! The `router` binary: parse settings, attach the XDP front when asked, serve until SIGTERM or Ctrl-C.
+//! The `router` binary: parse settings, start ROUTER_THREADS worker threads, attach the XDP front when asked,
+//! serve until SIGTERM or Ctrl-C.
 
 #![forbid(unsafe_code)]
 
@@ -14,8 +15,7 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .init();
@@ -23,7 +23,18 @@ async fn main() -> anyhow::Result<()> {
         return router::xdp::status::cli(std::env::args_os().skip(1)).context("router xdp");
     }
     let settings = Settings::parse();
+    // HAProxy's nbthread: the worker threads that serve every listener.
+    let threads = settings.limits.worker_threads()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("router-worker")
+        .enable_all()
+        .build()
+        .context("starting the worker threads")?;
+    runtime.block_on(serve(settings))
+}
 
+async fn serve(settings: Settings) -> anyhow::Result<()> {
     let mut xdp = match &settings.xdp_iface {
         Some(iface) => {
             let options = XdpOptions {

@@ -14,7 +14,7 @@ use crate::access_log::AccessLog;
 use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
 use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
-use crate::listen::{bind_listeners, IpMode};
+use crate::listen::{bind_listeners, ConnectionLimit, IpMode};
 use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
@@ -95,18 +95,29 @@ pub async fn start_with_steering(
     proxy_options.request_head_limit = settings.limits.request_head_limit()?;
     proxy_options.compression = settings.http.compression()?;
     proxy_options.h1_case_adjust = settings.http.h1_case_adjust()?;
+    let fin_timeouts = settings.limits.timeouts.fin_timeouts();
+    proxy_options.fin_timeouts = Some(fin_timeouts);
+    let max_connections = settings.limits.connection_limit()?;
+    // Connections past ROUTER_MAX_CONNECTIONS wait in the backlog: as long as the limit, as HAProxy's default
+    // (the kernel caps it at net.core.somaxconn).
+    let backlog = u32::try_from(max_connections).unwrap_or(u32::MAX).max(ADMIN_BACKLOG);
     let mode = settings.listeners.ip_v4_v6_mode;
     let after_sync = settings.listeners.bind_ports_after_sync;
-    let admin_listeners = bind("admin", settings.stats_addr(), mode)?;
+    let admin_listeners = bind("admin", settings.stats_addr(), mode, ADMIN_BACKLOG)?;
     let stats_addr = local_addr(&admin_listeners, settings.stats_addr());
     let mut client_listeners = match after_sync {
         true => None,
-        false => Some((bind("http", settings.http_addr(), mode)?, bind("https", settings.https_addr(), mode)?)),
+        false => Some((
+            bind("http", settings.http_addr(), mode, backlog)?,
+            bind("https", settings.https_addr(), mode, backlog)?,
+        )),
     };
     let access_log_options = settings.access_log.options()?;
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
     let metrics = Arc::new(Metrics::default());
+    let connection_limit = ConnectionLimit::new(max_connections, &metrics);
+    metrics.worker_threads.set(i64::try_from(tokio::runtime::Handle::current().metrics().num_workers()).unwrap_or(0));
     let (access_log, access_log_task) = AccessLog::start(access_log_options, metrics.access_log_dropped_lines.clone())
         .await
         .map_err(StartError::AccessLogSink)?;
@@ -181,8 +192,8 @@ pub async fn start_with_steering(
         None => {
             // ROUTER_BIND_PORTS_AFTER_SYNC: the first complete table is live before :80 and :443 listen.
             let _ = first_table.changed().await;
-            match bind("http", settings.http_addr(), mode)
-                .and_then(|http| Ok((http, bind("https", settings.https_addr(), mode)?)))
+            match bind("http", settings.http_addr(), mode, backlog)
+                .and_then(|http| Ok((http, bind("https", settings.https_addr(), mode, backlog)?)))
             {
                 Ok(bound) => bound,
                 Err(error) => {
@@ -198,7 +209,11 @@ pub async fn start_with_steering(
 
     let upstream = Upstream::new(settings.connect_timeout);
     let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
-    let timeouts = settings.routing.client_timeouts(settings.http_request_timeout, settings.tls.use_proxy_protocol);
+    let timeouts = settings.routing.client_timeouts(
+        settings.http_request_timeout,
+        settings.limits.timeouts.client_timeout,
+        settings.tls.use_proxy_protocol,
+    );
     let https = HttpsContext {
         table: table.clone(),
         proxy: proxy.clone(),
@@ -209,17 +224,22 @@ pub async fn start_with_steering(
         connect_timeout: settings.connect_timeout,
         client_cert_headers: tls.client_cert_headers,
         passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap)
+            .with_fin_timeouts(fin_timeouts)
             .with_steering(start_steering(steer_maps, &settings, https_addr, &metrics)),
     };
     let drain = settings.hard_stop_after;
     let https = Arc::new(https);
-    let https_serving: Vec<_> =
-        https_listeners.into_iter().map(|l| serve_https(l, https.clone(), stopped.clone(), drain)).collect();
+    let https_serving: Vec<_> = https_listeners
+        .into_iter()
+        .map(|l| serve_https(l, https.clone(), stopped.clone(), drain, connection_limit.clone()))
+        .collect();
     let https_task = tokio::spawn(async move {
         futures_util::future::join_all(https_serving).await;
     });
-    let http_serving: Vec<_> =
-        http_listeners.into_iter().map(|l| serve_http(l, proxy.clone(), timeouts, stopped.clone(), drain)).collect();
+    let http_serving: Vec<_> = http_listeners
+        .into_iter()
+        .map(|l| serve_http(l, proxy.clone(), timeouts, stopped.clone(), drain, connection_limit.clone()))
+        .collect();
     let http_task = tokio::spawn(async move {
         futures_util::future::join_all(http_serving).await;
     });
@@ -306,9 +326,12 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
     }
 }
 
-/// The sockets of one listener: one, or one per address family (ROUTER_IP_V4_V6_MODE `v4v6`).
-fn bind(what: &'static str, addr: SocketAddr, mode: IpMode) -> Result<Vec<TcpListener>, StartError> {
-    bind_listeners(addr, mode).map_err(|(addr, source)| StartError::Bind { what, addr, source })
+/// The listen backlog of the admin listener (tokio's default for every listener).
+const ADMIN_BACKLOG: u32 = 1024;
+
+/// The sockets of one listener: one, or one per address family (ROUTER_IP_V4_V6_MODE `v4v6`), with `backlog`.
+fn bind(what: &'static str, addr: SocketAddr, mode: IpMode, backlog: u32) -> Result<Vec<TcpListener>, StartError> {
+    bind_listeners(addr, mode, backlog).map_err(|(addr, source)| StartError::Bind { what, addr, source })
 }
 
 /// The address of a listener's first socket (its port is every socket's).

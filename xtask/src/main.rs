@@ -1,8 +1,10 @@
-//! `cargo xtask <setup|run|test|bench>`: the project's own set-up, demo and test runner.
+//! `cargo xtask <setup|run|test|bench|image>`: the project's own set-up, demo and test runner, and the image's
+//! root filesystem.
 
 mod apiserver;
 mod bench;
 mod cargo;
+mod image;
 mod packages;
 mod run;
 mod setup;
@@ -27,6 +29,9 @@ enum Command {
     Test,
     /// Benchmark the router against HAProxy (OpenShift-style config) and a direct connection; results in bench/results/.
     Bench(bench::BenchArgs),
+    /// Assemble the image's minimal root filesystem (release binary, its shared objects, /etc files) without a
+    /// container engine; the Containerfile copies the same tree onto scratch.
+    Image(image::ImageArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -38,5 +43,6 @@ fn main() -> anyhow::Result<()> {
             setup::ensure()?;
             bench::run(&args)
         }
+        Command::Image(args) => image::run(&args),
     }
 }

@@ -8,6 +8,7 @@ mod metrics;
 mod routing;
 mod stats_auth;
 mod steer;
+mod timeouts;
 mod tls;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -24,6 +25,7 @@ pub use metrics::MetricsArgs;
 pub use routing::{RoutingArgs, RoutingError};
 pub use stats_auth::{StatsAuthArgs, StatsAuthError};
 pub use steer::SteerArgs;
+pub use timeouts::TimeoutArgs;
 pub use tls::{MutualTls, TlsArgs};
 
 use crate::duration::parse_haproxy_duration;
@@ -134,7 +136,7 @@ pub struct Settings {
     #[command(flatten)]
     pub tls: TlsArgs,
 
-    /// Request head limits (ROUTER_BUF_SIZE, ROUTER_MAX_REWRITE_SIZE).
+    /// Request head limits, connections, threads, client and FIN timeouts.
     #[command(flatten)]
     pub limits: LimitArgs,
 

@@ -172,7 +172,7 @@ impl RoutingArgs {
         Ok(ProxyOptions { error_503, queue_timeout, ..ProxyOptions::default() })
     }
 
-    pub fn client_timeouts(&self, http_request: Duration, proxy_protocol: bool) -> ClientTimeouts {
-        ClientTimeouts { http_request, keep_alive: self.keep_alive_timeout, proxy_protocol }
+    pub fn client_timeouts(&self, http_request: Duration, client: Duration, proxy_protocol: bool) -> ClientTimeouts {
+        ClientTimeouts { http_request, keep_alive: self.keep_alive_timeout, client, proxy_protocol }
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::listen::{accept_loop, ClientTimeouts};
+use crate::listen::{accept_loop, ClientTimeouts, ConnectionLimit};
 use crate::metrics::Metrics;
 use crate::proxy::HttpProxy;
 use crate::relay::PassthroughRelay;
@@ -41,15 +41,16 @@ pub struct HttpsContext {
     pub passthrough_relay: PassthroughRelay,
 }
 
-/// Serves :443 until `shutdown`, then waits up to `drain` for open connections.
+/// Serves :443 (while `limit` has room) until `shutdown`, then waits up to `drain` for open connections.
 pub async fn serve_https(
     listener: TcpListener,
     context: Arc<HttpsContext>,
     shutdown: watch::Receiver<bool>,
     drain: Duration,
+    limit: Arc<ConnectionLimit>,
 ) {
     let stop = shutdown.clone();
-    accept_loop(listener, stop, drain, move |stream, peer| {
+    accept_loop(listener, stop, drain, limit, move |stream, peer| {
         dispatch::serve_connection(stream, peer, context.clone(), shutdown.clone())
     })
     .await

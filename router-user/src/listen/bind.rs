@@ -10,9 +10,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 
-/// The listen backlog tokio uses for `TcpListener::bind`.
-const BACKLOG: i32 = 1024;
-
 /// ROUTER_IP_V4_V6_MODE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum IpMode {
@@ -37,20 +34,25 @@ pub fn listen_addresses(addr: SocketAddr, mode: IpMode) -> Vec<SocketAddr> {
 }
 
 /// Binds every address of [`listen_addresses`]; with port 0 the first socket's port is used for the others,
-/// so both families answer on one port. An IPv6 wildcard socket takes IPv6 only.
-pub fn bind_listeners(addr: SocketAddr, mode: IpMode) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
+/// so both families answer on one port. An IPv6 wildcard socket takes IPv6 only. `backlog` is the listen
+/// backlog (the kernel caps it at net.core.somaxconn).
+pub fn bind_listeners(
+    addr: SocketAddr,
+    mode: IpMode,
+    backlog: u32,
+) -> Result<Vec<TcpListener>, (SocketAddr, io::Error)> {
     let mut listeners = Vec::new();
     let mut port = addr.port();
     for mut each in listen_addresses(addr, mode) {
         each.set_port(port);
-        let listener = bind_one(each).map_err(|error| (each, error))?;
+        let listener = bind_one(each, backlog).map_err(|error| (each, error))?;
         port = listener.local_addr().map_or(port, |bound| bound.port());
         listeners.push(listener);
     }
     Ok(listeners)
 }
 
-fn bind_one(addr: SocketAddr) -> io::Result<TcpListener> {
+fn bind_one(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         socket.set_only_v6(true)?;
@@ -58,7 +60,7 @@ fn bind_one(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
     TcpListener::from_std(socket.into())
 }
 
@@ -79,11 +81,11 @@ mod tests {
 
     #[tokio::test]
     async fn both_families_listen_on_one_port_and_v6_takes_no_ipv4() {
-        let listeners = bind_listeners("0.0.0.0:0".parse().expect("addr"), IpMode::V4v6).expect("bind both");
+        let listeners = bind_listeners("0.0.0.0:0".parse().expect("addr"), IpMode::V4v6, 1024).expect("bind both");
         let ports: Vec<u16> = listeners.iter().map(|l| l.local_addr().expect("addr").port()).collect();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0], ports[1]);
-        let only_v6 = bind_listeners("[::]:0".parse().expect("addr"), IpMode::V6).expect("bind v6");
+        let only_v6 = bind_listeners("[::]:0".parse().expect("addr"), IpMode::V6, 1024).expect("bind v6");
         let port = only_v6[0].local_addr().expect("addr").port();
         let v4 = tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
         assert!(v4.is_err(), "a v6only socket takes no IPv4 connection");

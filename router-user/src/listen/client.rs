@@ -16,6 +16,9 @@ pub struct ClientTimeouts {
     pub http_request: Duration,
     /// An idle keep-alive connection is closed after this.
     pub keep_alive: Duration,
+    /// While a request is served, a client that sends no awaited body byte or reads nothing for this long is
+    /// disconnected (ROUTER_DEFAULT_CLIENT_TIMEOUT).
+    pub client: Duration,
     /// `ROUTER_USE_PROXY_PROTOCOL`: every connection starts with a PROXY v1/v2 header naming the client.
     pub proxy_protocol: bool,
 }

@@ -141,6 +141,11 @@ pub struct Metrics {
     pub kube_watch_errors: Family<ResourceLabels, Counter>,
     pub kube_objects_skipped: Family<ResourceLabels, Counter>,
     pub route_status_writes: Family<StatusWriteLabels, Counter>,
+    /// ROUTER_MAX_CONNECTIONS and ROUTER_THREADS at work (`listen::ConnectionLimit`, the runtime).
+    pub client_connections: Gauge,
+    pub max_connections: Gauge,
+    pub connection_limit_waits: Counter,
+    pub worker_threads: Gauge,
     pub access_log_dropped_lines: Counter,
     /// Time from a request's arrival to its response head, by route.
     pub request_durations: Family<RouteLabels, Histogram>,
@@ -286,6 +291,30 @@ impl Default for Metrics {
             tls_handshake_failures.clone(),
         );
         let template_router = TemplateRouterMetrics::register(&mut registry);
+        let client_connections = Gauge::default();
+        registry.register(
+            "router_client_connections",
+            "Client connections open on the HTTP and HTTPS listeners",
+            client_connections.clone(),
+        );
+        let max_connections = Gauge::default();
+        registry.register(
+            "router_max_connections",
+            "ROUTER_MAX_CONNECTIONS: client connections open at once before new ones wait in the listen backlog",
+            max_connections.clone(),
+        );
+        let connection_limit_waits = Counter::default();
+        registry.register(
+            "router_connection_limit_waits",
+            "Times the accept loops stopped accepting because ROUTER_MAX_CONNECTIONS connections were open",
+            connection_limit_waits.clone(),
+        );
+        let worker_threads = Gauge::default();
+        registry.register(
+            "router_worker_threads",
+            "ROUTER_THREADS: worker threads serving connections",
+            worker_threads.clone(),
+        );
         Self {
             registry,
             xdp_steered_connections,
@@ -296,6 +325,10 @@ impl Default for Metrics {
             tls_handshake_failures,
             haproxy: ProxyRegistry::default(),
             template_router,
+            client_connections,
+            max_connections,
+            connection_limit_waits,
+            worker_threads,
             tls_failures,
             passthrough_connections,
             passthrough_bytes,

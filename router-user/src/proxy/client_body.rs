@@ -1,7 +1,8 @@
 //! The client's request body on its way to a pod, watched for the client's faults. A body that fails (chunked
 //! framing hyper's decoder refuses, a client gone mid-body, a reset HTTP/2 stream) fails the pod exchange
 //! before any last chunk or END_STREAM goes out, so the pod never gets a complete request; the failure is
-//! noted here so that the request is answered as the client's fault (400), not as the pod's (502).
+//! noted here so that the request is answered as the client's fault (400), not as the pod's (502). While the
+//! body waits for the client's bytes, the connection's client timeout runs (`BodyWait`).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +11,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+use super::client_io::BodyWait;
 
 /// Whether the client's body failed; shared by the body and whoever judges the exchange.
 #[derive(Clone, Debug, Default)]
@@ -30,13 +33,16 @@ impl ClientFault {
 pub struct ClientBody {
     inner: Incoming,
     fault: ClientFault,
+    /// The connection's client timeout, when the connection has one.
+    wait: Option<BodyWait>,
 }
 
 impl ClientBody {
-    /// Watches `inner`; the returned handle tells whether it failed.
-    pub fn watch(inner: Incoming) -> (ClientBody, ClientFault) {
+    /// Watches `inner`; the returned handle tells whether it failed. `wait` reports when the body waits for
+    /// the client.
+    pub fn watch(inner: Incoming, wait: Option<BodyWait>) -> (ClientBody, ClientFault) {
         let fault = ClientFault::default();
-        (ClientBody { inner, fault: fault.clone() }, fault)
+        (ClientBody { inner, fault: fault.clone(), wait }, fault)
     }
 }
 
@@ -48,6 +54,12 @@ impl Body for ClientBody {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if let Poll::Ready(Some(Err(_))) = &polled {
             self.fault.record();
+        }
+        if let Some(wait) = self.wait.as_mut() {
+            match polled {
+                Poll::Pending => wait.waiting(),
+                Poll::Ready(_) => wait.received(),
+            }
         }
         polled
     }

@@ -5,13 +5,19 @@
 //! response body is finished or dropped, no client timer runs. On an HTTP/2 connection the bytes between
 //! requests may be control frames (PING, WINDOW_UPDATE, SETTINGS), so they do not start the head timer:
 //! an idle HTTP/2 connection follows the keep-alive timer until its next stream.
+//!
+//! While a request is served, the client timeout (ROUTER_DEFAULT_CLIENT_TIMEOUT, HAProxy's `timeout client`,
+//! 30 s) runs whenever the client is expected to act: while a request body waits for the client's next bytes
+//! ([`BodyWait`], HTTP/1 only: an HTTP/2 connection carries other streams meanwhile), and while a write waits
+//! for the client to read (any phase, until the connection becomes a tunnel). When it passes,
+//! the connection fails with [`io::ErrorKind::TimedOut`]; a request body cut that way never reaches the pod whole.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hyper::body::{Body, Frame, SizeHint};
@@ -33,6 +39,14 @@ pub struct ConnectionClock {
     opened: Instant,
     /// HTTP/2: bytes read between requests do not start the head timer.
     multiplexed: bool,
+    /// Request bodies waiting for the client's bytes.
+    body_waits: AtomicU32,
+    /// Milliseconds since `opened` when the first of those began to wait.
+    body_wait_since_ms: AtomicU64,
+    /// The socket wrapper's task, woken when a body starts waiting so that it arms the client timeout.
+    reader: Mutex<Option<Waker>>,
+    /// The connection became a tunnel: no client timer at all.
+    tunnelled: AtomicBool,
     /// For the access log: requests started, whether the client sent any byte, and the idle time before
     /// the current request's first byte.
     requests: AtomicU32,
@@ -63,6 +77,10 @@ impl ConnectionClock {
             requests: AtomicU32::new(0),
             received: AtomicBool::new(false),
             idle_ms: AtomicU64::new(0),
+            body_waits: AtomicU32::new(0),
+            body_wait_since_ms: AtomicU64::new(0),
+            reader: Mutex::new(None),
+            tunnelled: AtomicBool::new(false),
         })
     }
 
@@ -84,6 +102,26 @@ impl ConnectionClock {
 
     pub fn opened(&self) -> Instant {
         self.opened
+    }
+
+    /// A request body waits for the client's next bytes: the client timeout runs until [`BodyWait`] says the
+    /// bytes came.
+    fn body_wait_started(&self) {
+        if self.body_waits.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.body_wait_since_ms.store(self.elapsed_ms(), Ordering::Release);
+        }
+        let reader = self.reader.lock().map(|mut waker| waker.take()).unwrap_or_default();
+        if let Some(reader) = reader {
+            reader.wake();
+        }
+    }
+
+    fn body_wait_ended(&self) {
+        self.body_waits.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// A request head arrived: no client timer until the returned guard is dropped, which the response body
@@ -109,7 +147,7 @@ impl ConnectionClock {
     }
 
     fn set(&self, phase: u8) {
-        self.since_ms.store(self.opened.elapsed().as_millis() as u64, Ordering::Release);
+        self.since_ms.store(self.elapsed_ms(), Ordering::Release);
         self.phase.store(phase, Ordering::Release);
     }
 
@@ -126,7 +164,10 @@ pub struct RequestInFlight {
 impl RequestInFlight {
     /// The connection became a tunnel with its own idle timer: the client timers stay off for good.
     pub fn keep_timers_off(&mut self) {
-        self.clock = None;
+        if let Some(clock) = self.clock.take() {
+            // The tunnel's own idle timer replaces the client timeout on writes too (HAProxy's `timeout tunnel`).
+            clock.tunnelled.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -168,25 +209,122 @@ impl<B: Body + Unpin> Body for InFlightBody<B> {
     }
 }
 
+/// A request body's view of the client timeout: [`BodyWait::waiting`] when the body has no bytes to give,
+/// [`BodyWait::received`] when it has; dropping it ends any wait.
+#[derive(Debug)]
+pub struct BodyWait {
+    clock: Arc<ConnectionClock>,
+    waiting: bool,
+}
+
+impl BodyWait {
+    pub fn new(clock: Arc<ConnectionClock>) -> Self {
+        Self { clock, waiting: false }
+    }
+
+    pub fn waiting(&mut self) {
+        if !self.waiting {
+            self.waiting = true;
+            self.clock.body_wait_started();
+        }
+    }
+
+    pub fn received(&mut self) {
+        if self.waiting {
+            self.waiting = false;
+            self.clock.body_wait_ended();
+        }
+    }
+}
+
+impl Drop for BodyWait {
+    fn drop(&mut self) {
+        self.received();
+    }
+}
+
+/// The client-side timer lengths of one connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientTimers {
+    /// A request head must be complete within this (ROUTER_SLOWLORIS_TIMEOUT).
+    pub http_request: Duration,
+    /// An idle keep-alive connection closes after this (ROUTER_SLOWLORIS_HTTP_KEEPALIVE).
+    pub keep_alive: Duration,
+    /// The client must send a waited-for body byte, or read what is written to it, within this
+    /// (ROUTER_DEFAULT_CLIENT_TIMEOUT).
+    pub client: Duration,
+}
+
+/// The connection clock a request's body reports its waits to, carried in the request's extensions.
+#[derive(Clone, Debug)]
+pub struct BodyWaitClock(pub Arc<ConnectionClock>);
+
+impl BodyWaitClock {
+    pub fn body_wait(&self) -> BodyWait {
+        BodyWait::new(self.0.clone())
+    }
+}
+
 pub struct ClientIo<S> {
     io: S,
     clock: Arc<ConnectionClock>,
-    http_request: Duration,
-    keep_alive: Duration,
+    timers: ClientTimers,
     timer: Pin<Box<Sleep>>,
+    /// Runs while a write waits for the client to read; `None` when the last write went through.
+    write_timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> ClientIo<S> {
-    pub fn new(io: S, clock: Arc<ConnectionClock>, http_request: Duration, keep_alive: Duration) -> Self {
-        let timer = Box::pin(tokio::time::sleep_until(clock.opened + http_request));
-        Self { io, clock, http_request, keep_alive, timer }
+    pub fn new(io: S, clock: Arc<ConnectionClock>, timers: ClientTimers) -> Self {
+        let timer = Box::pin(tokio::time::sleep_until(clock.opened + timers.http_request));
+        Self { io, clock, timers, timer, write_timer: None }
     }
 
     fn deadline(&self) -> Option<Instant> {
         match self.clock.phase.load(Ordering::Acquire) {
-            AWAITING_HEAD => Some(self.clock.since() + self.http_request),
-            IDLE => Some(self.clock.since() + self.keep_alive),
+            AWAITING_HEAD => Some(self.clock.since() + self.timers.http_request),
+            IDLE => Some(self.clock.since() + self.timers.keep_alive),
+            _ if self.clock.body_waits.load(Ordering::Acquire) > 0 => {
+                let since = Duration::from_millis(self.clock.body_wait_since_ms.load(Ordering::Acquire));
+                Some(self.clock.opened + since + self.timers.client)
+            }
             _ => None,
+        }
+    }
+
+    /// While a request is served, a body that starts waiting must be able to arm the timer of this task.
+    fn remember_reader(&self, cx: &Context<'_>) {
+        if self.clock.phase.load(Ordering::Acquire) != BUSY {
+            return;
+        }
+        if let Ok(mut reader) = self.clock.reader.lock() {
+            if !reader.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+                *reader = Some(cx.waker().clone());
+            }
+        }
+    }
+
+    /// A write is pending: fails once the client has read nothing for the client timeout.
+    fn poll_write_timer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let client = self.timers.client;
+        let timer = self.write_timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(client)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "client stopped reading"))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn written<T>(&mut self, polled: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Pending if self.clock.tunnelled.load(Ordering::Acquire) => Poll::Pending,
+            Poll::Pending => match self.poll_write_timer(cx) {
+                Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+                _ => Poll::Pending,
+            },
+            ready => {
+                self.write_timer = None;
+                ready
+            }
         }
     }
 }
@@ -209,6 +347,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
                 Poll::Ready(result)
             }
             Poll::Pending => {
+                self.remember_reader(cx);
                 let Some(deadline) = self.deadline() else { return Poll::Pending };
                 if self.timer.deadline() != deadline {
                     self.timer.as_mut().reset(deadline);
@@ -224,7 +363,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for ClientIo<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.written(polled, cx)
     }
 
     fn poll_write_vectored(
@@ -232,7 +372,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ClientIo<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.written(polled, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -240,7 +381,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ClientIo<S> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.written(polled, cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -257,12 +399,14 @@ mod tests {
     const KEEP_ALIVE: Duration = Duration::from_millis(300);
     /// Longer than both timers.
     const QUIET: Duration = Duration::from_millis(400);
+    const CLIENT: Duration = Duration::from_millis(200);
+    const TIMERS: ClientTimers = ClientTimers { http_request: HEAD, keep_alive: KEEP_ALIVE, client: CLIENT };
 
     #[tokio::test]
     async fn an_http2_connection_keeps_no_timer_while_a_response_streams_and_pings_do_not_start_the_head_timer() {
         let (near, mut far) = tokio::io::duplex(1024);
         let clock = ConnectionClock::new(true);
-        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
         let mut byte = [0u8; 1];
 
         let stream = clock.request_started();
@@ -286,7 +430,7 @@ mod tests {
     async fn on_http1_the_first_byte_after_idle_starts_the_head_timer() {
         let (near, mut far) = tokio::io::duplex(1024);
         let clock = ConnectionClock::new(false);
-        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
         drop(clock.request_started());
         far.write_all(b"G").await.expect("write");
         let mut byte = [0u8; 1];
@@ -300,11 +444,45 @@ mod tests {
     async fn a_request_that_became_a_tunnel_keeps_the_timers_off() {
         let (near, _far) = tokio::io::duplex(1024);
         let clock = ConnectionClock::new(false);
-        let mut io = ClientIo::new(near, clock.clone(), HEAD, KEEP_ALIVE);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
         let mut upgraded = clock.request_started();
         upgraded.keep_timers_off();
         drop(upgraded);
         let mut byte = [0u8; 1];
         assert!(tokio::time::timeout(QUIET, io.read(&mut byte)).await.is_err(), "no client timer on a tunnel");
+        // Nor on writes the client does not read (the duplex holds 1024 bytes).
+        let big = vec![b'x'; 4096];
+        assert!(tokio::time::timeout(QUIET, io.write_all(&big)).await.is_err(), "no write timeout on a tunnel");
+    }
+
+    #[tokio::test]
+    async fn a_body_waiting_for_the_client_runs_the_client_timeout() {
+        let (near, _far) = tokio::io::duplex(1024);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
+        let _request = clock.request_started();
+        let mut byte = [0u8; 1];
+        assert!(tokio::time::timeout(QUIET, io.read(&mut byte)).await.is_err(), "no timer while the pod works");
+        let mut wait = BodyWait::new(clock.clone());
+        wait.waiting();
+        let started = Instant::now();
+        let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut byte)).await.expect("a timer fires");
+        assert_eq!(waited.expect_err("client timeout").kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= CLIENT - Duration::from_millis(5), "{:?}", started.elapsed());
+        wait.received();
+        assert_eq!(clock.body_waits.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_times_out_the_write() {
+        let (near, _far) = tokio::io::duplex(64);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
+        let _request = clock.request_started();
+        let big = vec![b'x'; 4096];
+        let started = Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(2), io.write_all(&big)).await.expect("a timer fires");
+        assert_eq!(written.expect_err("client timeout").kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= CLIENT - Duration::from_millis(5), "{:?}", started.elapsed());
     }
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tracing::debug;
 
-use super::client_io::{ClientIo, ConnectionClock, InFlightBody};
+use super::client_io::{BodyWaitClock, ClientIo, ClientTimers, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use super::header_case::{CaseAdjustedWrites, RequestMethods};
@@ -49,7 +49,8 @@ pub async fn serve_client<I>(
     let (log_state, log_clock) = (state.clone(), clock.clone());
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
-    let (http_request, keep_alive) = (timeouts.http_request, timeouts.keep_alive);
+    let timers =
+        ClientTimers { http_request: timeouts.http_request, keep_alive: timeouts.keep_alive, client: timeouts.client };
     // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
     // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
@@ -57,10 +58,15 @@ pub async fn serve_client<I>(
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
     let methods = case_map.as_ref().map(|_| Arc::new(RequestMethods::default()));
     let service_methods = methods.clone();
-    let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+    let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         if let Some(methods) = &service_methods {
             methods.push(request.method() == http::Method::HEAD);
+        }
+        // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
+        // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out.
+        if version == HttpVersion::Http1 {
+            request.extensions_mut().insert(BodyWaitClock(clock.clone()));
         }
         async move {
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
@@ -83,7 +89,7 @@ pub async fn serve_client<I>(
                 .header_read_timeout(None)
                 .max_header_size(head_limit)
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, http_request, keep_alive)), service)
+                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, timers)), service)
                 .with_upgrades();
             tokio::pin!(connection);
             tokio::select! {
@@ -96,7 +102,7 @@ pub async fn serve_client<I>(
             }
         }
         HttpVersion::H2 => {
-            let io = ClientIo::new(CoalescedWrites::new(io), io_clock, http_request, keep_alive);
+            let io = ClientIo::new(CoalescedWrites::new(io), io_clock, timers);
             let io = TokioIo::new(io);
             let connection = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())

@@ -22,6 +22,7 @@ use hyper::upgrade::OnUpgrade;
 use tracing::debug;
 
 use super::client_body::ClientBody;
+use super::client_io::BodyWaitClock;
 use super::client_io::HeadTiming;
 use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
@@ -42,6 +43,7 @@ use crate::balance::{Attempts, GaveUp};
 use crate::metrics::{Frontend, Metrics, ProxyCounters};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
+use crate::relay::FinTimeouts;
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
@@ -67,6 +69,8 @@ pub struct ProxyOptions {
     pub h1_case_adjust: Option<Arc<HeaderCaseMap>>,
     /// The access log and the unique request id (off by default).
     pub access_log: Arc<AccessLog>,
+    /// ROUTER_CLIENT_FIN_TIMEOUT / ROUTER_DEFAULT_SERVER_FIN_TIMEOUT for WebSocket tunnels.
+    pub fin_timeouts: Option<FinTimeouts>,
 }
 
 impl Default for ProxyOptions {
@@ -78,6 +82,7 @@ impl Default for ProxyOptions {
             compression: None,
             h1_case_adjust: None,
             access_log: AccessLog::off(),
+            fin_timeouts: None,
         }
     }
 }
@@ -279,12 +284,13 @@ impl HttpProxy {
             return self.unavailable();
         }
         let (parts, body) = request.into_parts();
+        let body_wait = parts.extensions.get::<BodyWaitClock>().map(BodyWaitClock::body_wait);
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
         let (body, client_fault) = match retryable {
             true => (None, None),
             false => {
-                let (body, fault) = ClientBody::watch(body);
+                let (body, fault) = ClientBody::watch(body, body_wait);
                 (Some(body), Some(fault))
             }
         };
@@ -351,7 +357,12 @@ impl HttpProxy {
                     Some(upgrade) => PodSide::Direct(upgrade),
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
-                tokio::spawn(tunnel_upgraded(client_side, pod_side, backend.policy.tunnel_timeout));
+                tokio::spawn(tunnel_upgraded(
+                    client_side,
+                    pod_side,
+                    backend.policy.tunnel_timeout,
+                    self.options.fin_timeouts,
+                ));
                 return response.map(|body| Either::Left(Either::Left(LeasedBody::new(body, None, None))));
             }
         }

@@ -12,20 +12,21 @@ use tracing::{info_span, Instrument};
 use super::connection::{serve_client, HttpVersion};
 use super::forwarded::ConnectionInfo;
 use super::handler::{ClientConnection, HttpProxy};
-use crate::listen::{accept_loop, client_of, ClientTimeouts, Prefixed};
+use crate::listen::{accept_loop, client_of, ClientTimeouts, ConnectionLimit, Prefixed};
 use crate::metrics::Frontend;
 
-/// Serves connections accepted on `listener` until `shutdown` turns true, then waits up to `drain` for open
-/// connections to finish their in-flight requests.
+/// Serves connections accepted on `listener` (while `limit` has room) until `shutdown` turns true, then waits
+/// up to `drain` for open connections to finish their in-flight requests.
 pub async fn serve_http(
     listener: TcpListener,
     proxy: Arc<HttpProxy>,
     timeouts: ClientTimeouts,
     shutdown: watch::Receiver<bool>,
     drain: Duration,
+    limit: Arc<ConnectionLimit>,
 ) {
     let stop = shutdown.clone();
-    accept_loop(listener, stop, drain, move |stream, client| {
+    accept_loop(listener, stop, drain, limit, move |stream, client| {
         serve_plain(stream, client, proxy.clone(), timeouts, shutdown.clone())
     })
     .await

@@ -10,7 +10,7 @@ use tracing::debug;
 
 use super::pod::PodUpgrade;
 use crate::listen::Prefixed;
-use crate::relay::tunnel;
+use crate::relay::{tunnel, FinTimeouts};
 
 /// The pod side of an upgraded exchange: from hyper's client, or the router's own HTTP/1.1 client.
 pub enum PodSide {
@@ -18,8 +18,9 @@ pub enum PodSide {
     Direct(PodUpgrade),
 }
 
-/// Waits for both upgrades, then tunnels bytes between them until both close or `idle_limit` passes idle.
-pub async fn tunnel_upgraded(client: OnUpgrade, pod: PodSide, idle_limit: Duration) {
+/// Waits for both upgrades, then tunnels bytes between them until both close or `idle_limit` passes idle
+/// (after a side's FIN: the other side's `fin` timeout).
+pub async fn tunnel_upgraded(client: OnUpgrade, pod: PodSide, idle_limit: Duration, fin: Option<FinTimeouts>) {
     let client = match client.await {
         Ok(client) => TokioIo::new(client),
         Err(error) => {
@@ -29,11 +30,11 @@ pub async fn tunnel_upgraded(client: OnUpgrade, pod: PodSide, idle_limit: Durati
     };
     match pod {
         PodSide::Hyper(pod) => match pod.await {
-            Ok(pod) => tunnel(client, TokioIo::new(pod), idle_limit).await,
+            Ok(pod) => tunnel(client, TokioIo::new(pod), idle_limit, fin).await,
             Err(error) => debug!(%error, "pod upgrade did not complete"),
         },
         PodSide::Direct(upgrade) => match upgrade.take() {
-            Some((stream, leftover)) => tunnel(client, Prefixed::new(leftover, stream), idle_limit).await,
+            Some((stream, leftover)) => tunnel(client, Prefixed::new(leftover, stream), idle_limit, fin).await,
             None => debug!("pod connection of the upgrade already taken"),
         },
     }

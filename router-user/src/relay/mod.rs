@@ -14,9 +14,10 @@ pub mod steer;
 mod sys;
 mod tunnel;
 
+pub use idle::FinTimeouts;
 pub use passthrough::{PassthroughRelay, SteerOutcome};
 pub use sockmap::{SockmapError, SockmapRelay};
-pub use splice::splice_relay;
+pub use splice::{splice_relay, splice_relay_closing};
 pub use tunnel::tunnel;
 
 /// Bytes a passthrough relay carried, counted when written to the receiving side.

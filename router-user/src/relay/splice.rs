@@ -14,7 +14,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tracing::debug;
 
-use super::idle::IdleTracker;
+use super::idle::{ClosedSide, FinTimeouts, IdleTracker};
 use super::sys::{self, splice};
 use super::RelayStats;
 
@@ -34,6 +34,17 @@ const COPY_BUFFER: usize = 64 * 1024;
 /// Uses splice(2) through a pipe per direction; if the pipes cannot be made (descriptor limits), copies
 /// through a userspace buffer with the same behaviour.
 pub async fn splice_relay(client: TcpStream, pod: TcpStream, idle_timeout: Duration) -> io::Result<RelayStats> {
+    splice_relay_closing(client, pod, idle_timeout, None).await
+}
+
+/// [`splice_relay`], and once one side has sent its FIN, the other must move a byte within its `fin` timeout
+/// (HAProxy's `timeout server-fin` after the client's FIN, `timeout client-fin` after the pod's).
+pub async fn splice_relay_closing(
+    client: TcpStream,
+    pod: TcpStream,
+    idle_timeout: Duration,
+    fin: Option<FinTimeouts>,
+) -> io::Result<RelayStats> {
     let channels = match (Pipe::new(), Pipe::new()) {
         (Ok(up), Ok(down)) => (Channel::Pipe(up), Channel::Pipe(down)),
         (Err(error), _) | (_, Err(error)) => {
@@ -41,31 +52,47 @@ pub async fn splice_relay(client: TcpStream, pod: TcpStream, idle_timeout: Durat
             (Channel::buffer(), Channel::buffer())
         }
     };
-    run(client, pod, idle_timeout, channels).await
+    run(client, pod, RelayLimits { idle: idle_timeout, fin }, channels).await
+}
+
+/// The idle limits of one relay.
+#[derive(Clone, Copy, Debug)]
+struct RelayLimits {
+    /// While both sides are open (the tunnel timeout).
+    idle: Duration,
+    /// Once one side has closed.
+    fin: Option<FinTimeouts>,
 }
 
 /// The relay proper, over the given channels (client to pod, pod to client).
 async fn run(
     client: TcpStream,
     pod: TcpStream,
-    idle_timeout: Duration,
+    limits: RelayLimits,
     (mut up, mut down): (Channel, Channel),
 ) -> io::Result<RelayStats> {
     let idle = IdleTracker::new();
     let result = {
-        let both =
-            async { tokio::try_join!(pump(&client, &pod, &mut up, &idle), pump(&pod, &client, &mut down, &idle)) };
+        let both = async {
+            tokio::try_join!(
+                pump(&client, &pod, &mut up, &idle, ClosedSide::Client),
+                pump(&pod, &client, &mut down, &idle, ClosedSide::Pod)
+            )
+        };
         tokio::pin!(both);
         loop {
+            let limit = idle.limit(limits.idle, limits.fin);
             tokio::select! {
                 result = &mut both => {
                     break result.map(|(to_pod, to_client)| RelayStats { to_pod, to_client });
                 }
-                () = tokio::time::sleep_until(idle.deadline(idle_timeout)) => {
-                    if idle.expired(idle_timeout) {
-                        break Err(io::Error::new(io::ErrorKind::TimedOut, "no bytes either way within the tunnel timeout"));
+                () = tokio::time::sleep_until(idle.deadline(limit)) => {
+                    if idle.expired(limit) {
+                        break Err(io::Error::new(io::ErrorKind::TimedOut, "no bytes either way within the tunnel or FIN timeout"));
                     }
                 }
+                // The limit changes: wait again with the new one.
+                () = idle.half_closed(), if limits.fin.is_some() && !idle.is_half_closed() => {}
             }
         }
     };
@@ -84,13 +111,22 @@ async fn run(
 
 /// Moves bytes from `from` to `to` through `channel` until `from` sends FIN, then half-closes `to`.
 /// Returns the bytes written to `to`.
-async fn pump(from: &TcpStream, to: &TcpStream, channel: &mut Channel, idle: &IdleTracker) -> io::Result<u64> {
+async fn pump(
+    from: &TcpStream,
+    to: &TcpStream,
+    channel: &mut Channel,
+    idle: &IdleTracker,
+    sender: ClosedSide,
+) -> io::Result<u64> {
     let mut moved = 0u64;
     loop {
         if channel.is_empty() {
             from.readable().await?;
             match channel.fill(from) {
-                Ok(0) => break,
+                Ok(0) => {
+                    idle.side_closed(sender);
+                    break;
+                }
                 Ok(_) => idle.touch(),
                 Err(e) if retry(&e) => {}
                 Err(e) => return Err(e),
@@ -234,7 +270,7 @@ mod tests {
         let (client, router_client) = connected_pair(&front, front.local_addr().expect("addr")).await;
         let (router_pod, pod) = connected_pair(&backend, backend.local_addr().expect("addr")).await;
         let relay = match mode {
-            Some(mode) => tokio::spawn(run(router_client, router_pod, idle, channels(mode))),
+            Some(mode) => tokio::spawn(run(router_client, router_pod, RelayLimits { idle, fin: None }, channels(mode))),
             None => tokio::spawn(splice_relay(router_client, router_pod, idle)),
         };
         Setup { client, pod, relay }
@@ -349,7 +385,12 @@ mod tests {
             let (connected, accepted) =
                 tokio::join!(socket.connect(backend.local_addr().expect("addr")), backend.accept());
             let (router_pod, pod) = (connected.expect("connect"), accepted.expect("accept").0);
-            let relay = tokio::spawn(run(router_client, router_pod, LONG_IDLE, channels(mode)));
+            let relay = tokio::spawn(run(
+                router_client,
+                router_pod,
+                RelayLimits { idle: LONG_IDLE, fin: None },
+                channels(mode),
+            ));
             let (_client_r, client_w) = client.into_split();
             let (pod_r, _pod_w) = pod.into_split();
             let sent = tokio::spawn(send_bulk(client_w, 3, SIZE));
@@ -432,6 +473,33 @@ mod tests {
             assert!(last_write.elapsed() >= idle - Duration::from_millis(20), "{mode:?}: closed too soon");
             assert_eq!(read_all(&mut client).await, b"", "{mode:?}: client sees the close");
             assert_eq!(read_all(&mut pod).await, b"", "{mode:?}: pod sees the close");
+        }
+    }
+
+    #[tokio::test]
+    async fn after_a_fin_the_other_side_has_only_its_fin_timeout() {
+        let fin = FinTimeouts { client: Duration::from_millis(250), server: Duration::from_millis(150) };
+        for (mode, client_closes) in [(Mode::Splice, true), (Mode::Copy, true), (Mode::Splice, false)] {
+            let front = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let backend = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let (mut client, router_client) = connected_pair(&front, front.local_addr().expect("addr")).await;
+            let (router_pod, mut pod) = connected_pair(&backend, backend.local_addr().expect("addr")).await;
+            let limits = RelayLimits { idle: LONG_IDLE, fin: Some(fin) };
+            let relay = tokio::spawn(run(router_client, router_pod, limits, channels(mode)));
+            let started = std::time::Instant::now();
+            let (closing, silent, expected) = match client_closes {
+                true => (&mut client, &mut pod, fin.server),
+                false => (&mut pod, &mut client, fin.client),
+            };
+            closing.shutdown().await.expect("shutdown");
+            // The silent side sees the FIN, then says nothing: the relay ends after the FIN timeout, not the
+            // hour of the tunnel timeout.
+            assert_eq!(read_all(silent).await, b"", "{mode:?}: FIN passed on, then the close");
+            let err = finish(relay).await.expect_err("FIN timeout");
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{mode:?}");
+            let took = started.elapsed();
+            assert!(took >= expected - Duration::from_millis(20), "{mode:?} {client_closes}: closed after {took:?}");
+            assert!(took < expected + Duration::from_secs(5), "{mode:?} {client_closes}: closed after {took:?}");
         }
     }
 

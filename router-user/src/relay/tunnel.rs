@@ -1,6 +1,7 @@
 //! The WebSocket tunnel: the bytes of an upgraded HTTP exchange copied both ways through userspace (the
 //! streams may be TLS or carry replayed bytes, so no kernel relay applies) until both sides close, or until
-//! neither side has sent anything for the route's tunnel timeout (`timeout-tunnel`, default 1 h).
+//! neither side has sent anything for the route's tunnel timeout (`timeout-tunnel`, default 1 h); once one side
+//! has closed, for its FIN timeout (ROUTER_CLIENT_FIN_TIMEOUT / ROUTER_DEFAULT_SERVER_FIN_TIMEOUT).
 
 use std::io;
 use std::pin::Pin;
@@ -10,20 +11,22 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tracing::debug;
 
-use super::idle::IdleTracker;
+use super::idle::{ClosedSide, FinTimeouts, IdleTracker};
 
-/// Copies both ways until both sides close or nothing moves for `idle_limit`.
-pub async fn tunnel<C, P>(client: C, pod: P, idle_limit: Duration)
+/// Copies both ways until both sides close or nothing moves for `idle_limit` (once a side has closed: for
+/// the other side's `fin` timeout).
+pub async fn tunnel<C, P>(client: C, pod: P, idle_limit: Duration, fin: Option<FinTimeouts>)
 where
     C: AsyncRead + AsyncWrite + Unpin,
     P: AsyncRead + AsyncWrite + Unpin,
 {
     let idle = IdleTracker::new();
-    let mut client = Touching { io: client, idle: &idle };
-    let mut pod = Touching { io: pod, idle: &idle };
+    let mut client = Touching { io: client, idle: &idle, side: ClosedSide::Client };
+    let mut pod = Touching { io: pod, idle: &idle, side: ClosedSide::Pod };
     let copy = tokio::io::copy_bidirectional(&mut client, &mut pod);
     tokio::pin!(copy);
     loop {
+        let limit = idle.limit(idle_limit, fin);
         tokio::select! {
             result = &mut copy => {
                 if let Err(error) = result {
@@ -31,20 +34,23 @@ where
                 }
                 return;
             }
-            _ = tokio::time::sleep_until(idle.deadline(idle_limit)) => {
-                if idle.expired(idle_limit) {
-                    debug!(?idle_limit, "tunnel idle for too long; closing it");
+            _ = tokio::time::sleep_until(idle.deadline(limit)) => {
+                if idle.expired(limit) {
+                    debug!(?limit, "tunnel idle for too long; closing it");
                     return;
                 }
             }
+            // The limit changes: wait again with the new one.
+            () = idle.half_closed(), if fin.is_some() && !idle.is_half_closed() => {}
         }
     }
 }
 
-/// A side of the tunnel that records each read that brought bytes.
+/// A side of the tunnel that records each read that brought bytes, and its end of stream.
 struct Touching<'a, T> {
     io: T,
     idle: &'a IdleTracker,
+    side: ClosedSide,
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Touching<'_, T> {
@@ -53,6 +59,8 @@ impl<T: AsyncRead + Unpin> AsyncRead for Touching<'_, T> {
         let result = Pin::new(&mut self.io).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.idle.touch();
+        } else if matches!(result, Poll::Ready(Ok(()))) && buf.remaining() > 0 {
+            self.idle.side_closed(self.side);
         }
         result
     }

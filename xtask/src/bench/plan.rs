@@ -1,5 +1,6 @@
 //! Which scenarios a run does, grouped by route set (both proxies are started once per group): plain HTTP sets of
-//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then the XDP group (network namespaces; not in `--quick`).
+//! 10 / 1,000 / 10,000 routes, then the mixed TLS sets, then `threads2-10` (both proxies with two worker threads
+//! on both CPUs, beside the load), then the XDP group (network namespaces; not in `--quick`).
 //! `--only` picks groups by name. Also the run's budget (noise limit, idle waits, extra time) and the churn's size,
 //! which the runner keeps to and the report states.
 
@@ -33,12 +34,17 @@ pub struct Group {
     pub lifecycle: bool,
     /// Both proxies log every request to a local syslog listener (OpenShift's access log, httplog lines at info).
     pub access_log: bool,
+    /// Worker threads of both proxies (1: each on the proxy CPU; more: both on every CPU).
+    pub threads: u32,
 }
 
 impl Group {
-    /// The name `--only` selects it by: `http-10`, `http-log-10`, `http-1000`, `http-10000`, `tls-4000`,
-    /// `tls-full-40`.
+    /// The name `--only` selects it by: `http-10`, `http-log-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`,
+    /// `threads2-10`.
     pub fn name(&self) -> String {
+        if self.threads > 1 {
+            return format!("threads{}-{}", self.threads, self.routes);
+        }
         match self.tls {
             None if self.access_log => format!("http-log-{}", self.routes),
             None => format!("http-{}", self.routes),
@@ -154,6 +160,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         duration,
         connections,
         access_log: false,
+        threads: 1,
     };
     if quick {
         let group = Group {
@@ -163,6 +170,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             churn: false,
             lifecycle: false,
             access_log: false,
+            threads: 1,
         };
         return Plan { groups: vec![group, logged_group(secs(2))], xdp: None };
     }
@@ -204,8 +212,17 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
     let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
-    let http =
-        |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true, access_log: false };
+    let http = |routes, scenarios, churn| Group {
+        routes,
+        tls: None,
+        scenarios,
+        churn,
+        lifecycle: true,
+        access_log: false,
+        threads: 1,
+    };
+    // ROUTER_THREADS=2 against nbthread 2, both proxies free to use both CPUs (the load and the pods share CPU 0).
+    let two_threads = Scenario { threads: 2, ..scenario(Load::SameUrl, 10, &proxies, secs(8), 64) };
     let groups = vec![
         http(10, ten, false),
         logged_group(secs(8)),
@@ -218,6 +235,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             churn: false,
             lifecycle: true,
             access_log: false,
+            threads: 1,
         },
         Group {
             routes: 40,
@@ -226,7 +244,9 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             churn: false,
             lifecycle: false,
             access_log: false,
+            threads: 1,
         },
+        Group { routes: 10, tls: None, scenarios: vec![two_threads], churn: false, lifecycle: false, threads: 2 },
     ];
     Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
 }
@@ -262,7 +282,7 @@ mod tests {
         let all = plan(false, true, XdpMode::Skb);
         assert_eq!(
             names(&all),
-            ["http-10", "http-log-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]
+            ["http-10", "http-log-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "threads2-10", "xdp"]
         );
         let only = |list: &[&str]| {
             let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
@@ -273,6 +293,7 @@ mod tests {
         assert_eq!(only(&["http-log"]).expect("logged"), ["http-log-10"]);
         assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
         assert_eq!(only(&[]).expect("all").len(), 7);
+        assert_eq!(only(&["threads2"]).expect("threads"), ["threads2-10"]);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
         assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");

@@ -32,10 +32,22 @@ impl Proc {
         log: &Path,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Proc> {
+        Self::spawn_pinned(name, &cpu.to_string(), program, args, log, env)
+    }
+
+    /// `spawn_with_env` on a CPU list (`taskset -c` syntax: `1`, `0,1`).
+    pub fn spawn_pinned(
+        name: &str,
+        cpus: &str,
+        program: &Path,
+        args: &[String],
+        log: &Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Proc> {
         let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone().context("log file handle")?;
         let mut command = Command::new("taskset");
-        command.arg("-c").arg(cpu.to_string()).arg(program).args(args).envs(env.iter().copied());
+        command.arg("-c").arg(cpus).arg(program).args(args).envs(env.iter().copied());
         let child = die_with_parent(&mut command)
             .stdin(Stdio::null())
             .stdout(out)

@@ -15,6 +15,17 @@ use super::routes::{BenchRoute, RouteSet, DOMAIN};
 
 /// CPU of the proxy under test.
 pub const PROXY_CPU: u32 = 1;
+/// CPUs of a proxy running more than one worker thread (the two-thread scenario): every CPU of the machine.
+pub const ALL_CPUS: &str = "0,1";
+
+/// `taskset -c` CPUs of a proxy with `threads` workers.
+fn proxy_cpus(threads: u32) -> String {
+    if threads > 1 {
+        ALL_CPUS.to_string()
+    } else {
+        PROXY_CPU.to_string()
+    }
+}
 /// Longest a proxy may take to serve its first request after a start.
 const START_LIMIT: Duration = Duration::from_secs(90);
 
@@ -85,12 +96,13 @@ impl Haproxy {
         let target = start_target(set)?;
         let config = haproxy::write(set, &layout, &options)?;
         let log_dir = layout.dir.clone();
-        let current = Proc::spawn(
+        let current = Proc::spawn_pinned(
             "haproxy",
-            PROXY_CPU,
+            &proxy_cpus(options.threads),
             Path::new("haproxy"),
             &base_args(&config),
             &log_dir.join("haproxy-0.log"),
+            &[],
         )?;
         let mut haproxy = Haproxy { layout, options, current, old: Vec::new(), log_dir, starts: 1 };
         let addr = haproxy.http_addr();
@@ -122,7 +134,8 @@ impl Haproxy {
         args.extend(["-sf".into(), self.current.pid().to_string()]);
         let log = self.log_dir.join(format!("haproxy-{}.log", self.starts));
         self.starts += 1;
-        let next = Proc::spawn("haproxy", PROXY_CPU, Path::new("haproxy"), &args, &log)?;
+        let next =
+            Proc::spawn_pinned("haproxy", &proxy_cpus(self.options.threads), Path::new("haproxy"), &args, &log, &[])?;
         let previous = std::mem::replace(&mut self.current, next);
         self.old.push(previous);
         self.old.retain_mut(Proc::running);
@@ -138,7 +151,8 @@ impl Haproxy {
 
     /// The command line of a start, for the results.
     pub fn command_line(&self) -> String {
-        format!("taskset -c {PROXY_CPU} haproxy -f {} -db", self.layout.config_path().display())
+        let cpus = proxy_cpus(self.options.threads);
+        format!("taskset -c {cpus} haproxy -f {} -db", self.layout.config_path().display())
     }
 }
 
@@ -147,8 +161,19 @@ fn base_args(config: &Path) -> Vec<String> {
 }
 
 /// The router's environment: warnings only, and active health checks effectively off (one round at start, then
-/// one a day), as HAProxy runs without `check` (see `haproxy_options`).
+/// one a day), as HAProxy runs without `check` (see `haproxy_options`). ROUTER_THREADS follows HAProxy's
+/// `nbthread` (`router_env`; the router's own default is 4, the ingress operator's value).
 const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
+
+/// How a router run is set up beyond its routes: `ROUTER_TLS_SESSION_RESUMPTION`, `ROUTER_PASSTHROUGH_SOCKMAP`,
+/// `ROUTER_THREADS`, and the access log's destination (`ROUTER_SYSLOG_ADDRESS` with `ROUTER_LOG_LEVEL=info`).
+#[derive(Clone, Copy, Debug)]
+pub struct RouterRun {
+    pub tls_resumption: bool,
+    pub passthrough_sockmap: bool,
+    pub threads: u32,
+    pub access_log: Option<SocketAddr>,
+}
 
 pub struct Router {
     pub manifests: PathBuf,
@@ -163,6 +188,8 @@ pub struct Router {
     pub passthrough_sockmap: bool,
     /// ROUTER_SYSLOG_ADDRESS (with ROUTER_LOG_LEVEL=info): the access log goes there.
     pub access_log: Option<SocketAddr>,
+    /// `ROUTER_THREADS` (1 but in the two-thread scenario, like HAProxy's `nbthread`).
+    pub threads: u32,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -177,43 +204,18 @@ impl Router {
         set: &RouteSet,
         log: &Path,
         default_certificate: &Path,
-        tls_resumption: bool,
-        passthrough_sockmap: bool,
+        run: RouterRun,
     ) -> anyhow::Result<(Router, Duration)> {
-        let access_log = None;
-        Router::start_logging(
-            binary,
-            manifests,
-            set,
-            log,
-            default_certificate,
-            tls_resumption,
-            passthrough_sockmap,
-            access_log,
-        )
-    }
-
-    /// `start`, with the access log sent to `access_log` when given.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start_logging(
-        binary: &Path,
-        manifests: &Path,
-        set: &RouteSet,
-        log: &Path,
-        default_certificate: &Path,
-        tls_resumption: bool,
-        passthrough_sockmap: bool,
-        access_log: Option<SocketAddr>,
-    ) -> anyhow::Result<(Router, Duration)> {
+        let RouterRun { tls_resumption, passthrough_sockmap, threads, access_log } = run;
         let target = start_target(set)?;
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap, access_log);
+        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap, threads, access_log);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
-        let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
+        let proc = Proc::spawn_pinned("router", &proxy_cpus(threads), binary, &args, log, &env)?;
         let mut router = Router {
             manifests: manifests.to_path_buf(),
             http_port,
@@ -223,6 +225,7 @@ impl Router {
             tls_resumption,
             passthrough_sockmap,
             access_log,
+            threads,
             proc,
             binary: binary.into(),
         };
@@ -243,12 +246,18 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> =
-            router_env(&self.default_certificate, self.tls_resumption, self.passthrough_sockmap, self.access_log)
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-        format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
+        let env: Vec<String> = router_env(
+            &self.default_certificate,
+            self.tls_resumption,
+            self.passthrough_sockmap,
+            self.threads,
+            self.access_log,
+        )
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+        let cpus = proxy_cpus(self.threads);
+        format!("{} taskset -c {cpus} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
@@ -256,9 +265,11 @@ fn router_env(
     default_certificate: &Path,
     tls_resumption: bool,
     sockmap: bool,
+    threads: u32,
     access_log: Option<SocketAddr>,
 ) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
+    env.push(("ROUTER_THREADS", threads.to_string()));
     if let Some(addr) = access_log {
         // As the ingress operator turns the access log on: the address, and level info (access lines' level).
         env.push(("ROUTER_SYSLOG_ADDRESS", addr.to_string()));

@@ -13,7 +13,7 @@ use super::loadgen::CLIENT_CPU;
 use super::measure::{Endpoint, Meter};
 use super::plan::Group;
 use super::process::{self, wait_until};
-use super::proxies::{haproxy_options, Haproxy, Router};
+use super::proxies::{haproxy_options, Haproxy, Router, RouterRun};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
 use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
@@ -44,6 +44,7 @@ struct Proxies {
 pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut Outcome) -> anyhow::Result<()> {
     let name = match group.tls {
         None if group.access_log => format!("log-{}", group.routes),
+        None if group.threads > 1 => group.name(),
         None => group.routes.to_string(),
         Some(tls) if tls.resumption => format!("tls-{}", group.routes),
         Some(_) => format!("tls-full-{}", group.routes),
@@ -68,32 +69,34 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
     // The access-log group: both proxies log to one local listener (only one of them is loaded at a time).
     let syslog = if group.access_log { Some(SyslogSink::start()?) } else { None };
     let syslog_addr = syslog.as_ref().map(|sink| sink.addr);
-    let started = Router::start_logging(
-        &stage.binary,
-        &manifest_dir,
-        &set,
-        &log,
-        &stage.certificate,
-        resumption,
-        false,
-        syslog_addr,
-    );
-    let (router, router_start, mut router_down) = match started {
-        Ok((router, start)) => (Some(router), start, None),
-        // The HTTP groups need the router; a TLS group goes on without it.
-        Err(error) if group.tls.is_some() => {
-            println!("bench:   the router did not start on the mixed route set: {error:#}");
-            (None, Duration::ZERO, Some(format!("the router did not start on the mixed route set: {error:#}")))
-        }
-        Err(error) => return Err(error),
+    let run = RouterRun {
+        tls_resumption: resumption,
+        passthrough_sockmap: false,
+        threads: group.threads,
+        access_log: syslog_addr,
     };
+    let (router, router_start, mut router_down) =
+        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, run) {
+            Ok((router, start)) => (Some(router), start, None),
+            // The HTTP groups need the router; a TLS group goes on without it.
+            Err(error) if group.tls.is_some() => {
+                println!("bench:   the router did not start on the mixed route set: {error:#}");
+                (None, Duration::ZERO, Some(format!("the router did not start on the mixed route set: {error:#}")))
+            }
+            Err(error) => return Err(error),
+        };
     // Equal work: HAProxy inserts the sticky cookie exactly when the router does.
     let cookies = match &router {
         Some(router) => router_sets_cookie(router, set.target().context("an empty route set")?)?,
         None => outcome.cookies.unwrap_or(false),
     };
     outcome.cookies = Some(cookies);
-    let options = haproxy::Options { tls_resumption: resumption, syslog: syslog_addr, ..haproxy_options(cookies) };
+    let options = haproxy::Options {
+        tls_resumption: resumption,
+        syslog: syslog_addr,
+        threads: group.threads,
+        ..haproxy_options(cookies)
+    };
     let layout = Haproxy::layout(&stage.work.join(format!("haproxy-{name}")), &stage.certificate)?;
     let (haproxy, haproxy_start) = Haproxy::start(&set, layout, options)?;
     let config_bytes = haproxy_config_bytes(&haproxy.layout.dir);

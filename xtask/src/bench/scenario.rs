@@ -91,6 +91,9 @@ pub struct Scenario {
     pub connections: u32,
     /// Both proxies send an access-log line per request to a local syslog listener.
     pub access_log: bool,
+    /// Worker threads of both proxies (ROUTER_THREADS, `nbthread`); above 1, both proxies may run on every CPU
+    /// (`proxies::ALL_CPUS`), where the load and the pods run too.
+    pub threads: u32,
 }
 
 impl Scenario {
@@ -111,6 +114,10 @@ impl Scenario {
         };
         let mixed = if self.load.is_tls() { " mixed" } else { "" };
         let logged = if self.access_log { ", access log on" } else { "" };
-        format!("{what}, {}{mixed} routes{logged}", thousands(self.routes))
+        let threads = match self.threads {
+            0 | 1 => String::new(),
+            n => format!(", {n} proxy threads on CPUs {} (load and pods on CPU 0)", super::proxies::ALL_CPUS),
+        };
+        format!("{what}, {}{mixed} routes{logged}{threads}", thousands(self.routes))
     }
 }

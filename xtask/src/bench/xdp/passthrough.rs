@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use super::super::measure::{Endpoint, Meter};
 use super::super::plan::XdpPlan;
 use super::super::process::softirq_threads;
-use super::super::proxies::{Router, SOCKMAP_LOADED};
+use super::super::proxies::{Router, RouterRun, SOCKMAP_LOADED};
 use super::super::results::xdp::{PassthroughResult, Relay};
 use super::super::results::Sample;
 use super::super::routes::{write_manifests, RouteSet, Termination};
@@ -41,7 +41,8 @@ pub fn run(
     std::fs::create_dir_all(&manifests).context("passthrough manifest dir")?;
     write_manifests(&set, &manifests.join("routes.yaml"))?;
     let start = |sockmap: bool, name: &str| {
-        Router::start(&stage.binary, &manifests, &set, &dir.join(name), &stage.certificate, true, sockmap)
+        let run = RouterRun { tls_resumption: true, passthrough_sockmap: sockmap, threads: 1, access_log: None };
+        Router::start(&stage.binary, &manifests, &set, &dir.join(name), &stage.certificate, run)
             .map(|(router, _)| router)
     };
     let splice = start(false, "router-splice.log").context("starting the router (splice relay)")?;
@@ -91,6 +92,7 @@ pub fn run(
         duration: plan.passthrough_duration,
         connections: plan.passthrough_connections,
         access_log: false,
+        threads: 1,
     };
     for rep in 0..stage.runs {
         let mut order = Relay::ALL.to_vec();

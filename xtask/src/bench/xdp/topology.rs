@@ -304,7 +304,7 @@ impl NodeRouter {
             }
         }
         let log = dir.join("router.log");
-        let env = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
+        let env = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h"), ("ROUTER_THREADS", "1")];
         let proc = topology.node.spawn("router", PROXY_CPU, binary, &args, &log, &env)?;
         let mut router = NodeRouter { proc, pin_dir, args, binary: binary.to_path_buf() };
         let url = format!("http://{NODE}:{}/", client_port(path));
@@ -337,7 +337,7 @@ impl NodeRouter {
             args = args.replace(&pin_dir.path.display().to_string(), "/sys/fs/bpf/<pins>");
         }
         format!(
-            "RUST_LOG=warn ROUTER_BACKEND_CHECK_INTERVAL=24h taskset -c {PROXY_CPU} nsenter --net=<node> {} {args}",
+            "RUST_LOG=warn ROUTER_BACKEND_CHECK_INTERVAL=24h ROUTER_THREADS=1 taskset -c {PROXY_CPU} nsenter --net=<node> {} {args}",
             self.binary.display()
         )
     }
