@@ -246,7 +246,15 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             access_log: false,
             threads: 1,
         },
-        Group { routes: 10, tls: None, scenarios: vec![two_threads], churn: false, lifecycle: false, threads: 2 },
+        Group {
+            routes: 10,
+            tls: None,
+            scenarios: vec![two_threads],
+            churn: false,
+            lifecycle: false,
+            access_log: false,
+            threads: 2,
+        },
     ];
     Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
 }
@@ -261,8 +269,17 @@ fn logged_group(duration: Duration) -> Group {
         duration,
         connections: 64,
         access_log: true,
+        threads: 1,
     };
-    Group { routes: 10, tls: None, scenarios: vec![scenario], churn: false, lifecycle: false, access_log: true }
+    Group {
+        routes: 10,
+        tls: None,
+        scenarios: vec![scenario],
+        churn: false,
+        lifecycle: false,
+        access_log: true,
+        threads: 1,
+    }
 }
 
 #[cfg(test)]
