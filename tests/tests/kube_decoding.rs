@@ -8,11 +8,12 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use router::config::Settings;
 use router::server::RunningRouter;
 use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_crd_established};
 use router_tests::apiserver::{apply_json, apply_yaml, get as get_object, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
-use router_tests::client::get;
+use router_tests::client::{get, KeepAliveClient, Reply};
 use router_tests::{eventually, start_router_with};
 use serde_json::{json, Value};
 
@@ -51,9 +52,28 @@ async fn until_status(router: &RunningRouter, host: &str, status: u16, what: &st
     started.elapsed()
 }
 
+/// Basic credentials for the admin port: with the Kubernetes source and none set, /debug/* would take only
+/// bearer tokens the apiserver reviews.
+const STATS_USER: &str = "admin";
+const STATS_PASSWORD: &str = "s3cret";
+
+/// `GET /debug/skipped` with the basic credentials ("admin:s3cret").
+async fn debug_skipped(stats: SocketAddr) -> Reply {
+    let authorization = [("authorization", "Basic YWRtaW46czNjcmV0")];
+    KeepAliveClient::connect(stats).await.get_with("admin", "/debug/skipped", &authorization).await
+}
+
+/// The router's settings for `plane` with the admin port's basic credentials.
+fn settings_of(plane: &ControlPlane) -> Settings {
+    let mut settings = plane.router_settings(Identity::Router);
+    settings.stats_auth.stats_username = Some(STATS_USER.into());
+    settings.stats_auth.stats_password = Some(STATS_PASSWORD.into());
+    settings
+}
+
 /// The `/debug/skipped` entries as `kind namespace/name`.
 async fn skipped(stats: SocketAddr) -> Vec<String> {
-    let reply = get(stats, "admin", "/debug/skipped").await;
+    let reply = debug_skipped(stats).await;
     let body: Value = serde_json::from_str(&reply.body).expect("/debug/skipped is JSON");
     let entries = body["skipped"].as_array().cloned().unwrap_or_default();
     let text = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -77,7 +97,7 @@ async fn a_service_scaled_to_zero_answers_503_and_200_again_when_refilled() {
     apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
     apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
     apply_json(&client, route("app", "idle", "idle.example.com", "/", "idle", &[])).await;
-    let router = start_router_with(plane.router_settings(Identity::Router)).await;
+    let router = start_router_with(settings_of(&plane)).await;
     assert_eq!(get(router.http_addr, "web.example.com", "/").await.backend(), "web");
 
     // Scaled to zero while the router runs: 503, then 200 again when refilled.
@@ -96,7 +116,7 @@ async fn a_service_scaled_to_zero_answers_503_and_200_again_when_refilled() {
 
     // A router started while an empty slice exists (its first list holds the null) syncs and becomes ready.
     apply_json(&client, empty_slice("app", "idle", "idle-0")).await;
-    let second = start_router_with(plane.router_settings(Identity::Router)).await;
+    let second = start_router_with(settings_of(&plane)).await;
     assert_eq!(get(second.http_addr, "web.example.com", "/").await.backend(), "web");
     assert_eq!(get(second.http_addr, "idle.example.com", "/").await.status, 503, "no endpoints: 503");
     second.shutdown().await;
@@ -135,7 +155,7 @@ async fn an_object_the_router_cannot_use_is_skipped_and_the_others_keep_flowing(
     apply_json(&client, unreadable_route("app", "bad", "bad.example.com", "web")).await;
 
     // The first list of routes holds the unreadable one: the router still syncs and serves the others.
-    let router = start_router_with(plane.router_settings(Identity::Router)).await;
+    let router = start_router_with(settings_of(&plane)).await;
     assert_eq!(get(router.http_addr, "good.example.com", "/").await.backend(), "web");
     assert_eq!(get(router.http_addr, "bad.example.com", "/").await.status, 503, "the unreadable route is left out");
     for _ in 0..10 {
@@ -143,7 +163,7 @@ async fn an_object_the_router_cannot_use_is_skipped_and_the_others_keep_flowing(
     }
     assert_eq!(skipped(router.stats_addr).await, ["EndpointSlice app/web-fqdn", "Route app/bad"]);
     assert_eq!((skipped_count(&router, "routes"), skipped_count(&router, "endpointslices")), (1, 1));
-    let body = get(router.stats_addr, "admin", "/debug/skipped").await.body;
+    let body = debug_skipped(router.stats_addr).await.body;
     assert!(body.contains("cannot be decoded") && body.contains("FQDN"), "reasons: {body}");
 
     // Routes created or fixed later are served; the skipped one leaves the list; nothing is counted twice.

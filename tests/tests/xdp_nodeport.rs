@@ -128,7 +128,9 @@ impl Topology {
         .map(String::from)
         .to_vec();
         let log = self.work.path().join(format!("router-{mode}.log"));
-        let envs = [("RUST_LOG", "info,router::proxy=debug")];
+        // IPv4 and IPv6 nodePort traffic: the listeners take both families, as the ingress operator sets for
+        // dual-stack clusters (OpenShift's default, v4, binds IPv4 only).
+        let envs = [("RUST_LOG", "info,router::proxy=debug"), ("ROUTER_IP_V4_V6_MODE", "v4v6")];
         let mut router = Process::spawn(&self.node, &router_binary(), &args, &envs, &log);
         let ports = pin_dir.join("NODE_PORTS");
         router.wait_for("the nodePort map filled from the router Service", || {

@@ -257,22 +257,12 @@ fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// Whether the router binary has the steering datapath's flag.
-fn datapath_in_build() -> bool {
-    let out = Command::new(router_binary()).arg("--help").output().expect("router --help");
-    String::from_utf8_lossy(&out.stdout).lines().any(|line| line.trim_start().starts_with("--xdp-pod-interfaces"))
-}
-
 fn steer_case(mode: &str, n: u32) {
     if !is_root() {
         eprintln!("skipping xdp_steer: needs root (network namespaces, XDP, bpffs, raw sockets)");
         return;
     }
     require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash"]);
-    if !datapath_in_build() {
-        eprintln!("skipping xdp_steer: this router has no steering datapath (--xdp-pod-interfaces) yet");
-        return;
-    }
     let topo = Topology::new();
     topo.write_manifests();
     let pin_dir = PinDir::new(PREFIX, n);

@@ -11,6 +11,7 @@ mod ciphers;
 mod client_cert;
 mod client_verifier;
 mod crl;
+mod crl_refresh;
 mod curves;
 mod default_cert;
 mod openssl_names;

@@ -18,7 +18,8 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection, SupportedProtocolVer
 use rustls_pki_types::UnixTime;
 
 use super::client_verifier::SwappableVerifier;
-use super::crl::{spawn_refresh, CrlSource};
+use super::crl::CrlSource;
+use super::crl_refresh::spawn_refresh;
 use super::policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
 use super::strict_sni::CertificateNames;
 

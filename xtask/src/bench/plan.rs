@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-log-10", "http-1000", "http-10000"]);
         assert_eq!(only(&["http-log"]).expect("logged"), ["http-log-10"]);
         assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
-        assert_eq!(only(&[]).expect("all").len(), 7);
+        assert_eq!(only(&[]).expect("all").len(), 8);
         assert_eq!(only(&["threads2"]).expect("threads"), ["threads2-10"]);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
