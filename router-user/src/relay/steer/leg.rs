@@ -31,6 +31,6 @@ impl RouterLeg for TcpStream {
 /// Closes R with a RST (the flow is lost; C must not wait).
 pub fn reset(stream: TcpStream) {
     let _ = sys::repair_off(stream.as_fd());
-    let _ = sys::zero_linger(stream.as_fd());
+    let _ = crate::relay::sys::zero_linger(stream.as_fd());
     drop(stream);
 }

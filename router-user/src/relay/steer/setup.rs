@@ -16,6 +16,7 @@ use super::entries::{self, RouterSide};
 use super::fallback::Fallback;
 use super::segment::{Segment, TcpOptions, TCP_ACK, TCP_PSH, TCP_RST, TCP_SYN, TIMESTAMP_OPTION_BYTES};
 use super::{SteeredFlow, Steering};
+use crate::xdp::conntrack::monotonic_ns;
 
 /// Leg B's SYN window (the contract's default: the SteerSyn does not keep C's).
 const SYN_WINDOW: u16 = 64_240;
@@ -159,7 +160,7 @@ impl Steering {
         undo: &mut Undo,
     ) -> Result<(), Fallback> {
         let pod_key = undo.pod_key;
-        let now = super::sys::monotonic_ns();
+        let now = monotonic_ns();
         let mut answered = self.waiters.wait(pod_key);
         self.datapath.write_flow(&pod_key, &entries::connecting_entry(syn, client, now)).map_err(map_fallback)?;
 
@@ -211,7 +212,7 @@ impl Steering {
         })?;
 
         let tcp = entries::offsets(&answer, &side);
-        let now = super::sys::monotonic_ns();
+        let now = monotonic_ns();
         let mut to_client = entries::to_client_entry(syn, client, tcp, now);
         // Nothing of the replay acknowledged yet (the SYN only): the translation stage moves it forward.
         to_client.acked = syn.isn.wrapping_add(1);

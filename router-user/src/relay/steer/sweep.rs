@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use router_common::steer::{SteerFlow, STEER_FIN, STEER_RST};
 
-use super::{lock, sys, SteeredFlow, Steering};
+use super::{lock, SteeredFlow, Steering};
+use crate::xdp::conntrack::monotonic_ns;
 
 /// Linger after FIN both ways.
 const FIN_LINGER: Duration = Duration::from_secs(5);
@@ -82,7 +83,7 @@ pub async fn run(steering: Weak<Steering>, every: Duration) {
     loop {
         ticks.tick().await;
         let Some(steering) = steering.upgrade() else { return };
-        steering.sweep(sys::monotonic_ns());
+        steering.sweep(monotonic_ns());
     }
 }
 
