@@ -24,6 +24,7 @@ use crate::source::kube::{KubeError, KubeOptions, SkippedObjects};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
+use crate::tls::{choose_provider, ProviderAlreadyChosen};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -37,6 +38,8 @@ pub enum StartError {
     Routing(#[from] RoutingError),
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    #[error(transparent)]
+    TlsProvider(#[from] ProviderAlreadyChosen),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -61,6 +64,7 @@ pub struct RunningRouter {
 /// admin port answering (not ready) meanwhile.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     let source = settings.source_choice()?;
+    choose_provider(settings.tls.tls_provider)?;
     let tls = TlsSetup::from_args(&settings.tls)?;
     let mut defaults = settings.routing.defaults(settings.server_timeout)?;
     defaults.tcp_balance = settings.tcp_balance()?;

@@ -14,6 +14,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{ServerConfig, SupportedProtocolVersion};
 
 use super::policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+use super::provider::chosen as chosen_provider;
 
 /// Sessions kept for TLS 1.2 session-id resumption (HAProxy's `tune.ssl.cachesize` default).
 const SESSION_CACHE_SIZE: usize = 20_000;
@@ -36,7 +37,7 @@ impl ServerConfigs {
             .with_cert_resolver(Arc::new(NoCertificate));
         if policy.session_resumption {
             base.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
-            base.ticketer = rustls::crypto::ring::Ticketer::new()?;
+            base.ticketer = chosen_provider().ticketer()?;
         } else {
             base.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
             base.send_tls13_tickets = 0;
@@ -61,13 +62,14 @@ fn http11() -> Vec<Vec<u8>> {
     vec![b"http/1.1".to_vec()]
 }
 
-/// The ring provider restricted to the policy's suites (TLS 1.3 first, as rustls orders them).
+/// The chosen provider (ring unless ROUTER_TLS_PROVIDER) restricted to the policy's suites (TLS 1.3 first, as
+/// rustls orders them).
 fn provider(policy: &TlsPolicy) -> CryptoProvider {
     let mut cipher_suites = policy.tls13_suites.clone();
     if policy.min_version == MinVersion::Tls12 {
         cipher_suites.extend(policy.tls12_suites.iter().copied());
     }
-    CryptoProvider { cipher_suites, ..rustls::crypto::ring::default_provider() }
+    chosen_provider().with_suites(&cipher_suites)
 }
 
 fn client_verifier(

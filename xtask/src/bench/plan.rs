@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::scenario::{Contender, Load, Scenario};
+use super::scenario::{CertKey, Contender, Load, Scenario};
 
 /// A run is repeated when processes other than the contenders took more than this share of a CPU.
 pub const NOISE_LIMIT: f64 = 0.05;
@@ -34,11 +34,13 @@ pub struct Group {
 }
 
 impl Group {
-    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`.
+    /// The name `--only` selects it by: `http-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`,
+    /// `tls-full-ecdsa-40`.
     pub fn name(&self) -> String {
         match self.tls {
             None => format!("http-{}", self.routes),
             Some(tls) if tls.resumption => format!("tls-{}", self.routes),
+            Some(tls) if tls.key == CertKey::EcdsaP256 => format!("tls-full-ecdsa-{}", self.routes),
             Some(_) => format!("tls-full-{}", self.routes),
         }
     }
@@ -138,10 +140,12 @@ pub struct TlsGroup {
     /// Session resumption on every server (HAProxy, the router, the direct pod). Off for the full-handshake
     /// scenario; whether a second connection resumed is still probed and reported.
     pub resumption: bool,
+    /// The key of the edge and reencrypt routes' certificate.
+    pub key: CertKey,
 }
 
 pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
-    use Contender::{Direct, Haproxy as H, Router as R};
+    use Contender::{Direct, Haproxy as H, Router as R, RouterAwsLc as RA};
     let secs = Duration::from_secs;
     let scenario = |load, routes, contenders: &[Contender], duration, connections| Scenario {
         load,
@@ -184,20 +188,25 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     }
     ten_thousand.push(scenario(Load::ConnectionPerRequest, 10_000, &proxies, secs(4), 64));
     let mixed = 4 * MIXED_PER_KIND;
+    // Where the router terminates TLS it runs twice, with each crypto provider (ring, aws-lc-rs), to choose the
+    // default by measurement; passthrough does no crypto in the router.
+    let (tls_all, tls_proxies) = ([Direct, H, R, RA], [H, R, RA]);
     let mut tls = vec![
-        scenario(Load::EdgeKeepAlive, mixed, &all, secs(4), 64),
-        scenario(Load::EdgeResumed, mixed, &all, secs(3), 64),
+        scenario(Load::EdgeKeepAlive, mixed, &tls_all, secs(4), 64),
+        scenario(Load::EdgeResumed, mixed, &tls_all, secs(3), 64),
     ];
     if h2load {
-        tls.push(scenario(Load::EdgeHttp2, mixed, &all, secs(4), 16));
+        tls.push(scenario(Load::EdgeHttp2, mixed, &tls_all, secs(4), 16));
     }
     tls.extend([
-        scenario(Load::ReencryptKeepAlive, mixed, &proxies, secs(4), 64),
+        scenario(Load::ReencryptKeepAlive, mixed, &tls_proxies, secs(4), 64),
         scenario(Load::PassthroughNewConnection, mixed, &all, secs(3), 64),
         scenario(Load::PassthroughBulk, mixed, &all, secs(4), 4),
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
-    let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
+    let full = vec![scenario(Load::EdgeFullHandshake, 40, &tls_all, secs(3), 64)];
+    // The same with an ECDSA P-256 route certificate (no direct pod: the pods serve RSA).
+    let full_ecdsa = vec![scenario(Load::EdgeFullHandshakeEcdsa, 40, &tls_proxies, secs(3), 64)];
     let http = |routes, scenarios, churn| Group { routes, tls: None, scenarios, churn, lifecycle: true };
     let groups = vec![
         http(10, ten, false),
@@ -205,15 +214,22 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         http(10_000, ten_thousand, true),
         Group {
             routes: mixed,
-            tls: Some(TlsGroup { resumption: true }),
+            tls: Some(TlsGroup { resumption: true, key: CertKey::Rsa2048 }),
             scenarios: tls,
             churn: false,
             lifecycle: true,
         },
         Group {
             routes: 40,
-            tls: Some(TlsGroup { resumption: false }),
+            tls: Some(TlsGroup { resumption: false, key: CertKey::Rsa2048 }),
             scenarios: full,
+            churn: false,
+            lifecycle: false,
+        },
+        Group {
+            routes: 40,
+            tls: Some(TlsGroup { resumption: false, key: CertKey::EcdsaP256 }),
+            scenarios: full_ecdsa,
             churn: false,
             lifecycle: false,
         },
@@ -236,15 +252,22 @@ mod tests {
     #[test]
     fn only_selects_groups_by_name_or_prefix() {
         let all = plan(false, true, XdpMode::Skb);
-        assert_eq!(names(&all), ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "xdp"]);
+        assert_eq!(
+            names(&all),
+            ["http-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "tls-full-ecdsa-40", "xdp"]
+        );
         let only = |list: &[&str]| {
             let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
             plan(false, true, XdpMode::Skb).select(&only).map(|p| names(&p))
         };
         assert_eq!(only(&["xdp"]).expect("xdp"), ["xdp"]);
         assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-1000", "http-10000"]);
-        assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
-        assert_eq!(only(&[]).expect("all").len(), 6);
+        assert_eq!(
+            only(&["tls", "http-10"]).expect("tls"),
+            ["http-10", "tls-4000", "tls-full-40", "tls-full-ecdsa-40"]
+        );
+        assert_eq!(only(&["tls-full"]).expect("full"), ["tls-full-40", "tls-full-ecdsa-40"]);
+        assert_eq!(only(&[]).expect("all").len(), 7);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
         assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");

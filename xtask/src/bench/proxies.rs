@@ -150,6 +150,41 @@ fn base_args(config: &Path) -> Vec<String> {
 /// one a day), as HAProxy runs without `check` (see `haproxy_options`).
 const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
 
+/// The rustls crypto provider of a router process (`ROUTER_TLS_PROVIDER`): both are in the one binary, so one run
+/// measures both side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TlsProvider {
+    #[default]
+    Ring,
+    AwsLcRs,
+}
+
+impl TlsProvider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsProvider::Ring => "ring",
+            TlsProvider::AwsLcRs => "aws-lc-rs",
+        }
+    }
+}
+
+/// How a router process runs, beyond its routes and ports.
+#[derive(Clone, Copy, Debug)]
+pub struct RouterOptions {
+    /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
+    pub tls_resumption: bool,
+    /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
+    pub passthrough_sockmap: bool,
+    /// `ROUTER_TLS_PROVIDER`.
+    pub tls_provider: TlsProvider,
+}
+
+impl Default for RouterOptions {
+    fn default() -> RouterOptions {
+        RouterOptions { tls_resumption: true, passthrough_sockmap: false, tls_provider: TlsProvider::Ring }
+    }
+}
+
 pub struct Router {
     pub manifests: PathBuf,
     pub http_port: u16,
@@ -157,10 +192,7 @@ pub struct Router {
     pub stats_port: u16,
     /// `DEFAULT_CERTIFICATE_PATH`: the PEM file HAProxy has as its default certificate.
     pub default_certificate: PathBuf,
-    /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
-    pub tls_resumption: bool,
-    /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
-    pub passthrough_sockmap: bool,
+    pub options: RouterOptions,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -175,15 +207,14 @@ impl Router {
         set: &RouteSet,
         log: &Path,
         default_certificate: &Path,
-        tls_resumption: bool,
-        passthrough_sockmap: bool,
+        options: RouterOptions,
     ) -> anyhow::Result<(Router, Duration)> {
         let target = start_target(set)?;
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap);
+        let env = router_env(default_certificate, &options);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
         let proc = Proc::spawn_with_env("router", PROXY_CPU, binary, &args, log, &env)?;
@@ -193,8 +224,7 @@ impl Router {
             https_port,
             stats_port,
             default_certificate: default_certificate.to_path_buf(),
-            tls_resumption,
-            passthrough_sockmap,
+            options,
             proc,
             binary: binary.into(),
         };
@@ -215,19 +245,20 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> = router_env(&self.default_certificate, self.tls_resumption, self.passthrough_sockmap)
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let env: Vec<String> =
+            router_env(&self.default_certificate, &self.options).iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{} taskset -c {PROXY_CPU} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
-fn router_env(default_certificate: &Path, tls_resumption: bool, sockmap: bool) -> Vec<(&'static str, String)> {
+fn router_env(default_certificate: &Path, options: &RouterOptions) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
     env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
-    env.push(("ROUTER_TLS_SESSION_RESUMPTION", tls_resumption.to_string()));
-    if sockmap {
+    env.push(("ROUTER_TLS_SESSION_RESUMPTION", options.tls_resumption.to_string()));
+    if options.tls_provider != TlsProvider::Ring {
+        env.push(("ROUTER_TLS_PROVIDER", options.tls_provider.as_str().into()));
+    }
+    if options.passthrough_sockmap {
         env.push(("ROUTER_PASSTHROUGH_SOCKMAP", "true".into()));
         // Its one line saying whether the splice loaded (info), beside the warnings.
         for (name, value) in &mut env {

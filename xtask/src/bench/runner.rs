@@ -12,7 +12,7 @@ use super::haproxy;
 use super::measure::{Endpoint, Meter};
 use super::plan::Group;
 use super::process::{self, wait_until};
-use super::proxies::{haproxy_options, Haproxy, Router};
+use super::proxies::{haproxy_options, Haproxy, Router, RouterOptions, TlsProvider};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
 use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
@@ -36,23 +36,25 @@ struct Proxies {
     router: Option<Router>,
     /// Why the router cannot run the group's TLS scenarios.
     router_down: Option<String>,
+    /// The same router with the aws-lc-rs crypto provider, in groups whose scenarios compare providers.
+    router_aws_lc: Option<Router>,
+    router_aws_lc_down: Option<String>,
 }
 
 /// Runs `group`: its scenario results, start times and memory, and route churn go into `outcome`.
 pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut Outcome) -> anyhow::Result<()> {
     let name = match group.tls {
         None => group.routes.to_string(),
-        Some(tls) if tls.resumption => format!("tls-{}", group.routes),
-        Some(_) => format!("tls-full-{}", group.routes),
+        Some(_) => group.name(),
     };
     let set = match group.tls {
         None => RouteSet::http(group.routes, &stage.backends.pods),
-        Some(_) => RouteSet::mixed(
+        Some(tls) => RouteSet::mixed(
             group.routes / 4,
             &stage.backends.pods,
             &stage.backends.tls_pods,
-            &stage.pki.route_tls(false),
-            &stage.pki.route_tls(true),
+            &stage.pki.route_tls(tls.key, false),
+            &stage.pki.route_tls(tls.key, true),
         ),
     };
     let manifest_dir = stage.work.join(format!("manifests-{name}"));
@@ -62,8 +64,9 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
 
     let log = stage.work.join(format!("router-{name}.log"));
     let resumption = group.tls.is_none_or(|tls| tls.resumption);
+    let router_options = RouterOptions { tls_resumption: resumption, ..RouterOptions::default() };
     let (router, router_start, mut router_down) =
-        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, resumption, false) {
+        match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, router_options) {
             Ok((router, start)) => (Some(router), start, None),
             // The HTTP groups need the router; a TLS group goes on without it.
             Err(error) if group.tls.is_some() => {
@@ -102,7 +105,11 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
             println!("bench:   router: not available for TLS ({reason})");
         }
     }
-    let mut proxies = Proxies { haproxy, router, router_down };
+    let (router_aws_lc, router_aws_lc_down) = match compares_providers(group) {
+        true => start_aws_lc(stage, &manifest_dir, &set, &name, router_options),
+        false => (None, None),
+    };
+    let mut proxies = Proxies { haproxy, router, router_down, router_aws_lc, router_aws_lc_down };
     let rss = |proxies: &Proxies| {
         (
             proxies.haproxy.current.rss_kib().unwrap_or(0),
@@ -110,8 +117,10 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         )
     };
     let rss_idle = rss(&proxies);
-    meter.proxy_pids =
-        std::iter::once(proxies.haproxy.current.pid()).chain(proxies.router.as_ref().map(|r| r.proc.pid())).collect();
+    meter.proxy_pids = std::iter::once(proxies.haproxy.current.pid())
+        .chain(proxies.router.as_ref().map(|r| r.proc.pid()))
+        .chain(proxies.router_aws_lc.as_ref().map(|r| r.proc.pid()))
+        .collect();
 
     let mut results: Vec<ScenarioResult> = group.scenarios.iter().map(ScenarioResult::new).collect();
     for result in &mut results {
@@ -151,6 +160,37 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         outcome.churn.push(churn);
     }
     Ok(())
+}
+
+/// Some scenario of `group` runs the router with aws-lc-rs beside the default one.
+fn compares_providers(group: &Group) -> bool {
+    group.scenarios.iter().any(|s| s.contenders.contains(&Contender::RouterAwsLc))
+}
+
+/// A second router on the same manifests with ROUTER_TLS_PROVIDER=aws-lc-rs; or why it cannot serve TLS.
+fn start_aws_lc(
+    stage: &Stage,
+    manifests: &Path,
+    set: &RouteSet,
+    name: &str,
+    options: RouterOptions,
+) -> (Option<Router>, Option<String>) {
+    let log = stage.work.join(format!("router-aws-lc-rs-{name}.log"));
+    let options = RouterOptions { tls_provider: TlsProvider::AwsLcRs, ..options };
+    match Router::start(&stage.binary, manifests, set, &log, &stage.certificate, options) {
+        Ok((router, start)) => {
+            println!("bench:   started: router aws-lc-rs {:.2} s", start.as_secs_f64());
+            let down = router_tls_down(stage, &router, set);
+            if let Some(reason) = &down {
+                println!("bench:   router aws-lc-rs: not available for TLS ({reason})");
+            }
+            (Some(router), down)
+        }
+        Err(error) => {
+            println!("bench:   the router with aws-lc-rs did not start: {error:#}");
+            (None, Some(format!("the router with aws-lc-rs did not start: {error:#}")))
+        }
+    }
 }
 
 /// Every repetition of the group's scenarios, each with its contenders back to back (order rotated per
@@ -238,8 +278,11 @@ fn endpoint(
             let addr = if tls { haproxy.https_addr() } else { haproxy.http_addr() };
             Endpoint { addr, host, proxy_pid: Some(haproxy.current.pid()) }
         }
-        Contender::Router => {
-            let router = proxies.router.as_ref()?;
+        Contender::Router | Contender::RouterAwsLc => {
+            let router = match contender {
+                Contender::RouterAwsLc => proxies.router_aws_lc.as_ref()?,
+                _ => proxies.router.as_ref()?,
+            };
             let addr = if tls { router.https_addr() } else { router.http_addr() };
             Endpoint { addr, host, proxy_pid: Some(router.proc.pid()) }
         }
@@ -273,6 +316,9 @@ fn check_availability(stage: &Stage, result: &mut ScenarioResult, set: &RouteSet
     for &contender in &result.scenario.contenders {
         let reason = match (contender, &proxies.router_down) {
             (Contender::Router, Some(reason)) => Err(reason.clone()),
+            (Contender::RouterAwsLc, _) if proxies.router_aws_lc_down.is_some() => {
+                Err(proxies.router_aws_lc_down.clone().unwrap_or_default())
+            }
             _ => match endpoint(stage, contender, load, set, proxies, group) {
                 None => Err("not started".to_string()),
                 Some(endpoint) => probe(stage, &endpoint, load == Load::EdgeHttp2),

@@ -12,11 +12,11 @@ use anyhow::Context as _;
 use super::super::measure::{Endpoint, Meter};
 use super::super::plan::XdpPlan;
 use super::super::process::softirq_threads;
-use super::super::proxies::{Router, SOCKMAP_LOADED};
+use super::super::proxies::{Router, RouterOptions, SOCKMAP_LOADED};
 use super::super::results::xdp::{PassthroughResult, Relay};
 use super::super::results::Sample;
 use super::super::routes::{write_manifests, RouteSet, Termination};
-use super::super::scenario::{Load, Scenario};
+use super::super::scenario::{CertKey, Load, Scenario};
 use super::super::stage::Stage;
 use super::super::tls::https_get;
 
@@ -32,8 +32,8 @@ pub fn run(
         1,
         &stage.backends.pods,
         &stage.backends.tls_pods,
-        &stage.pki.route_tls(false),
-        &stage.pki.route_tls(true),
+        &stage.pki.route_tls(CertKey::Rsa2048, false),
+        &stage.pki.route_tls(CertKey::Rsa2048, true),
     );
     let host = set.target_of(Termination::Passthrough).context("no passthrough route")?.host.clone();
     let dir = stage.work.join("xdp-passthrough");
@@ -41,8 +41,15 @@ pub fn run(
     std::fs::create_dir_all(&manifests).context("passthrough manifest dir")?;
     write_manifests(&set, &manifests.join("routes.yaml"))?;
     let start = |sockmap: bool, name: &str| {
-        Router::start(&stage.binary, &manifests, &set, &dir.join(name), &stage.certificate, true, sockmap)
-            .map(|(router, _)| router)
+        Router::start(
+            &stage.binary,
+            &manifests,
+            &set,
+            &dir.join(name),
+            &stage.certificate,
+            RouterOptions { passthrough_sockmap: sockmap, ..RouterOptions::default() },
+        )
+        .map(|(router, _)| router)
     };
     let splice = start(false, "router-splice.log").context("starting the router (splice relay)")?;
     let sockmap = start(true, "router-sockmap.log").context("starting the router (sockmap relay)")?;
