@@ -26,6 +26,7 @@ use crate::source::kube::{KubeError, KubeOptions, SkippedObjects};
 use crate::source::manifest::{spawn_watch, ManifestSource};
 use crate::source::{SourceChoice, SourceChoiceError};
 use crate::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
+use crate::tls::{choose_provider, ProviderAlreadyChosen};
 use crate::xdp::SteerMaps;
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,8 @@ pub enum StartError {
     AccessLogSink(io::Error),
     #[error("admin listener: {0}")]
     StatsAuth(#[from] StatsAuthError),
+    #[error(transparent)]
+    TlsProvider(#[from] ProviderAlreadyChosen),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -78,6 +81,7 @@ pub async fn start_with_steering(
     steer_maps: Option<SteerMaps>,
 ) -> Result<RunningRouter, StartError> {
     let source = settings.source_choice()?;
+    choose_provider(settings.tls.tls_provider)?;
     let tls = TlsSetup::from_args(&settings.tls)?;
     let mut defaults = settings.routing.defaults(settings.server_timeout)?;
     defaults.tcp_balance = settings.tcp_balance()?;

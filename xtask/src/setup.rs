@@ -1,9 +1,9 @@
 //! `cargo xtask setup`: installs what building and testing need, and nothing when all is present.
 //!
 //! - Debian packages the tests and benches run: bpftool, iproute2, ethtool, curl, wrk, openssl,
-//!   procps, iputils-ping, for the benchmark haproxy, nginx, nghttp2-client (h2load), and for its XDP
-//!   group iptables and hping3, testssl.sh for the TLS scan test (checked with `dpkg-query`, installed with
-//!   `apt-get`).
+//!   procps, iputils-ping, cmake (aws-lc-sys's fallback builder), for the benchmark haproxy, nginx,
+//!   nghttp2-client (h2load), and for its XDP group iptables and hping3, testssl.sh for the TLS scan test
+//!   (checked with `dpkg-query`, installed with `apt-get`).
 //! - The `nightly` toolchain with `rust-src` (the eBPF object is built with `-Z build-std=core`).
 //! - `bpf-linker` 0.13, built against the nightly toolchain's own libLLVM: `libLLVM.so` is
 //!   symlinked to the toolchain's `libLLVM.so.<ver>-rust-<ver>` and the linker is installed with
@@ -30,6 +30,9 @@ const APT_PACKAGES: &[&str] = &[
     "openssl",
     "procps",
     "iputils-ping",
+    // aws-lc-sys (the router's aws-lc-rs crypto provider): built with the cc crate and gcc here; cmake is the
+    // builder it falls back to when that cannot build (and the one its FIPS or no-asm builds need).
+    "cmake",
     // The benchmark (`cargo xtask bench`): the HAProxy contender, nginx as the pods, h2load for fixed-rate latency.
     "haproxy",
     "nginx",

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use crate::duration::parse_haproxy_duration;
 use crate::tls::{
     kx_groups, load_ca_certificates, subject_filter, tls12_suites, tls13_suites, ClientAuth, CrlSource, MaxVersion,
-    MinVersion, TlsPolicy, TlsPolicyError,
+    MinVersion, TlsPolicy, TlsPolicyError, TlsProvider,
 };
 
 #[derive(Args, Clone, Debug)]
@@ -106,6 +106,11 @@ pub struct TlsArgs {
     /// Let clients resume TLS sessions (tickets and a session cache). Off only to measure full handshakes.
     #[arg(long, env = "ROUTER_TLS_SESSION_RESUMPTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub session_resumption: bool,
+
+    /// The rustls crypto provider: `ring` or `aws-lc-rs`. Hidden: it exists so that the bench can measure both
+    /// with one binary in one run (see `tls::provider`); the default is the one measured faster.
+    #[arg(long, env = "ROUTER_TLS_PROVIDER", value_enum, default_value_t = TlsProvider::Ring, hide = true)]
+    pub tls_provider: TlsProvider,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

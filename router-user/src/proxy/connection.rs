@@ -58,7 +58,7 @@ pub async fn serve_client<I>(
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
     let methods = case_map.as_ref().map(|_| Arc::new(RequestMethods::default()));
     let service_methods = methods.clone();
-    let service = service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
+    let serve_request = move |mut request: http::Request<hyper::body::Incoming>| {
         let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         if let Some(methods) = &service_methods {
             methods.push(request.method() == http::Method::HEAD);
@@ -79,7 +79,7 @@ pub async fn serve_client<I>(
             }
             Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
         }
-    });
+    };
     let result = match version {
         HttpVersion::Http1 => {
             let io = CaseAdjustedWrites::new(io, case_map, methods.unwrap_or_default());
@@ -89,7 +89,7 @@ pub async fn serve_client<I>(
                 .header_read_timeout(None)
                 .max_header_size(head_limit)
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, timers)), service)
+                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, timers)), service_fn(serve_request))
                 .with_upgrades();
             tokio::pin!(connection);
             tokio::select! {
@@ -104,6 +104,9 @@ pub async fn serve_client<I>(
         HttpVersion::H2 => {
             let io = ClientIo::new(CoalescedWrites::new(io), io_clock, timers);
             let io = TokioIo::new(io);
+            // hyper spawns each stream as a task holding the request's future: boxed, the spawn moves a pointer
+            // instead of the whole handler state (memmove was the top of the h2-over-edge profile).
+            let service = service_fn(move |request| Box::pin(serve_request(request)));
             let connection = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())
                 .max_header_list_size(u32::try_from(head_limit).unwrap_or(u32::MAX))

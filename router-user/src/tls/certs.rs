@@ -14,6 +14,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
 use super::cert_error::{CertError, TlsField};
 use super::pem;
+use super::provider;
 use super::weak_signature::weak_signature;
 use crate::model::TlsConfig;
 
@@ -88,8 +89,8 @@ pub(crate) fn certified_key(
     chain: Vec<CertificateDer<'static>>,
     key: &PrivateKeyDer<'_>,
 ) -> Result<CertifiedKey, String> {
-    let signing_key = rustls::crypto::ring::sign::any_supported_type(key)
-        .map_err(|_| "tls: failed to parse private key".to_string())?;
+    let signing_key =
+        provider::chosen().signing_key(key).map_err(|_| "tls: failed to parse private key".to_string())?;
     let certified = CertifiedKey::new(chain, signing_key);
     match certified.keys_match() {
         Ok(()) => Ok(certified),
@@ -130,7 +131,7 @@ fn verify_leaf(chain: &[CertificateDer<'static>], ca_certs: &[CertificateDer<'st
     let roots = roots(ca_certs)?;
     let leaf = ParsedCertificate::try_from(&chain[0]).map_err(|e| format!("error verifying certificate: {e}"))?;
     let intermediates: Vec<CertificateDer<'static>> = chain[1..].iter().chain(ca_certs).cloned().collect();
-    let algorithms = rustls::crypto::ring::default_provider().signature_verification_algorithms;
+    let algorithms = provider::chosen().crypto_provider().signature_verification_algorithms;
     match verify_server_cert_signed_by_trust_anchor(&leaf, &roots, &intermediates, UnixTime::now(), algorithms.all) {
         Ok(()) => Ok(()),
         Err(rustls::Error::InvalidCertificate(

@@ -21,6 +21,7 @@ use super::client_verifier::SwappableVerifier;
 use super::crl::CrlSource;
 use super::crl_refresh::spawn_refresh;
 use super::policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
+use super::provider::chosen as chosen_provider;
 use super::strict_sni::CertificateNames;
 
 /// Sessions kept for TLS 1.2 session-id resumption (HAProxy's `tune.ssl.cachesize` default).
@@ -60,7 +61,7 @@ impl ServerConfigs {
             .with_cert_resolver(Arc::new(NoCertificate));
         if policy.session_resumption {
             base.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
-            base.ticketer = rustls::crypto::ring::Ticketer::new()?;
+            base.ticketer = chosen_provider().ticketer()?;
         } else {
             base.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
             base.send_tls13_tickets = 0;
@@ -137,15 +138,21 @@ fn http11() -> Vec<Vec<u8>> {
     vec![b"http/1.1".to_vec()]
 }
 
-/// The ring provider restricted to the policy's suites (TLS 1.3 first, as rustls orders them).
+/// The chosen provider (ring unless ROUTER_TLS_PROVIDER) restricted to the policy's suites (TLS 1.3 first, as
+/// rustls orders them).
 fn provider(policy: &TlsPolicy) -> CryptoProvider {
     let mut cipher_suites = policy.tls13_suites.clone();
     if policy.min_version == MinVersion::Tls12 {
         cipher_suites.extend(policy.tls12_suites.iter().copied());
     }
-    let default = rustls::crypto::ring::default_provider();
-    let kx_groups = policy.kx_groups.clone().unwrap_or(default.kx_groups.clone());
-    CryptoProvider { cipher_suites, kx_groups, ..default }
+    let mut provider = chosen_provider().with_suites(&cipher_suites);
+    // ROUTER_CURVES names groups by ring's objects; the chosen provider's own implementation of each runs them.
+    if let Some(wanted) = &policy.kx_groups {
+        let own = std::mem::take(&mut provider.kx_groups);
+        provider.kx_groups =
+            wanted.iter().filter_map(|group| own.iter().find(|g| g.name() == group.name()).copied()).collect();
+    }
+    provider
 }
 
 fn swappable_verifier(

@@ -19,6 +19,7 @@ use super::cert_error::CertError;
 use super::certs::roots;
 use super::pem;
 use super::pod_verifier::PodVerifier;
+use super::provider;
 
 /// How the pod's certificate is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub fn reencrypt_tls(
     service: &str,
     namespace: &str,
 ) -> ReencryptTls {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider::chosen().crypto_provider());
     let algorithms = provider.signature_verification_algorithms;
     let (verifier, verify): (Arc<dyn ServerCertVerifier>, Verification) = match (destination_ca, default_ca) {
         (Some(roots), _) => {
@@ -99,9 +100,9 @@ pub fn load_ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>,
 fn client_builder(provider: Arc<CryptoProvider>) -> rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier> {
     match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
         Ok(builder) => builder,
-        // The ring provider always offers suites for the default versions; fall back to the process default.
+        // Both providers always offer suites for the default versions; fall back to the process default.
         Err(e) => {
-            tracing::error!(error = %e, "ring provider refused the default TLS versions");
+            tracing::error!(error = %e, "the crypto provider refused the default TLS versions");
             ClientConfig::builder()
         }
     }

@@ -79,7 +79,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10)]
     pub routes: usize,
     /// Only these groups (comma-separated; a name or its start before `-`): http-10, http-1000, http-10000,
-    /// tls-4000, tls-full-40, xdp; `http` and `tls` select several.
+    /// tls-4000, tls-full-40, tls-full-ecdsa-40, xdp; `http` and `tls` select several.
     #[arg(long, value_delimiter = ',', value_name = "GROUP")]
     pub only: Vec<String>,
     /// How the router attaches its XDP front in the XDP group.

@@ -1,7 +1,8 @@
 //! Certificates for the TLS scenarios, made with the openssl CLI in the bench's work directory: a CA, one RSA-2048
 //! certificate for `*.bench.example.com` signed by it (the default certificate of both proxies, and the own
-//! certificate of every edge and reencrypt route), and the pods' certificate (`*.bench.example.com` for passthrough,
-//! `*.bench.svc` for the `<service>.<namespace>.svc` name reencrypt checks).
+//! certificate of every edge and reencrypt route), an ECDSA P-256 one for the same names (the routes' own in the
+//! ECDSA group), and the pods' certificate (`*.bench.example.com` for passthrough, `*.bench.svc` for the
+//! `<service>.<namespace>.svc` name reencrypt checks).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,6 +17,9 @@ pub struct Pki {
     pub ca_pem: String,
     pub route_certificate: String,
     pub route_key: String,
+    /// The routes' certificate and key with an ECDSA P-256 key (same names, same CA).
+    pub ecdsa_route_certificate: String,
+    pub ecdsa_route_key: String,
     /// The route certificate and its key in one PEM file: the default certificate of both proxies.
     pub default_pem: PathBuf,
     pub pod_certificate: PathBuf,
@@ -47,55 +51,89 @@ impl Pki {
             "-out",
             &path(&ca),
         ])?;
-        let (route_cert, route_key) = signed(dir, "route", &ca, &ca_key, &format!("DNS:*.{DOMAIN},DNS:{DOMAIN}"))?;
+        let route_names = format!("DNS:*.{DOMAIN},DNS:{DOMAIN}");
+        let (route_cert, route_key) = signed(dir, "route", CertKey::Rsa2048, &ca, &ca_key, &route_names)?;
+        let (ecdsa_cert, ecdsa_key) = signed(dir, "route-ecdsa", CertKey::EcdsaP256, &ca, &ca_key, &route_names)?;
         let (pod_certificate, pod_key) =
-            signed(dir, "pod", &ca, &ca_key, &format!("DNS:*.{DOMAIN},DNS:*.{NAMESPACE}.svc"))?;
+            signed(dir, "pod", CertKey::Rsa2048, &ca, &ca_key, &format!("DNS:*.{DOMAIN},DNS:*.{NAMESPACE}.svc"))?;
         let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
         let (ca_pem, route_certificate, route_key) = (read(&ca)?, read(&route_cert)?, read(&route_key)?);
+        let (ecdsa_route_certificate, ecdsa_route_key) = (read(&ecdsa_cert)?, read(&ecdsa_key)?);
         let default_pem = dir.join("default.pem");
         std::fs::write(&default_pem, format!("{route_certificate}{route_key}"))
             .context("writing the default certificate")?;
-        Ok(Pki { ca, ca_pem, route_certificate, route_key, default_pem, pod_certificate, pod_key })
+        Ok(Pki {
+            ca,
+            ca_pem,
+            route_certificate,
+            route_key,
+            ecdsa_route_certificate,
+            ecdsa_route_key,
+            default_pem,
+            pod_certificate,
+            pod_key,
+        })
     }
 
-    /// An edge route's `spec.tls` (certificate, key, caCertificate); reencrypt adds destinationCACertificate.
-    pub fn route_tls(&self, reencrypt: bool) -> Certificates {
+    /// An edge route's `spec.tls` (certificate, key, caCertificate) with an RSA-2048 or ECDSA P-256 key;
+    /// reencrypt adds destinationCACertificate.
+    pub fn route_tls(&self, key: CertKey, reencrypt: bool) -> Certificates {
+        let (certificate, private_key) = match key {
+            CertKey::Rsa2048 => (&self.route_certificate, &self.route_key),
+            CertKey::EcdsaP256 => (&self.ecdsa_route_certificate, &self.ecdsa_route_key),
+        };
         Certificates {
-            certificate: self.route_certificate.clone(),
-            key: self.route_key.clone(),
+            certificate: certificate.clone(),
+            key: private_key.clone(),
             ca_certificate: Some(self.ca_pem.clone()),
             destination_ca: reencrypt.then(|| self.ca_pem.clone()),
         }
     }
 }
 
-/// A key and a certificate for `san` signed by the CA: `<name>.pem`, `<name>.key`.
-fn signed(dir: &Path, name: &str, ca: &Path, ca_key: &Path, san: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// The key of the route certificate the TLS scenarios are served with (the CA stays RSA-2048).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CertKey {
+    /// BENCH-METHOD 4: the same RSA-2048 certificate on both proxies.
+    #[default]
+    Rsa2048,
+    /// ECDSA on P-256, what most certificates issued today use.
+    EcdsaP256,
+}
+
+/// A key of kind `key` and a certificate for `san` signed by the CA: `<name>.pem`, `<name>.key`.
+fn signed(
+    dir: &Path,
+    name: &str,
+    key_kind: CertKey,
+    ca: &Path,
+    ca_key: &Path,
+    san: &str,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     let (cert, key, csr) =
         (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")), dir.join(format!("{name}.csr")));
     let ext = dir.join(format!("{name}.ext"));
+    // An ECDSA key signs only; an RSA one may also be used for RSA key exchange (TLS 1.2).
+    let usage = match key_kind {
+        CertKey::Rsa2048 => "digitalSignature,keyEncipherment",
+        CertKey::EcdsaP256 => "digitalSignature",
+    };
     std::fs::write(
         &ext,
         format!(
-            "subjectAltName={san}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n\
+            "subjectAltName={san}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,{usage}\n\
              extendedKeyUsage=serverAuth\n"
         ),
     )
     .context("writing the extensions")?;
     let subject = format!("/CN=*.{DOMAIN}");
-    openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-sha256",
-        "-subj",
-        &subject,
-        "-keyout",
-        &path(&key),
-        "-out",
-        &path(&csr),
-    ])?;
+    let new_key: &[&str] = match key_kind {
+        CertKey::Rsa2048 => &["-newkey", "rsa:2048"],
+        CertKey::EcdsaP256 => &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
+    };
+    let (key_path, csr_path) = (path(&key), path(&csr));
+    let rest = ["-nodes", "-sha256", "-subj", &subject, "-keyout", &key_path, "-out", &csr_path];
+    openssl(&[&["req"][..], new_key, &rest[..]].concat())?;
     openssl(&[
         "x509",
         "-req",
@@ -162,4 +200,40 @@ fn openssl(args: &[&str]) -> anyhow::Result<()> {
 
 fn path(p: &Path) -> String {
     p.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `openssl <args>`'s standard output.
+    fn openssl_out(args: &[&str]) -> String {
+        let out = Command::new("openssl").args(args).output().expect("running openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn route_certificates_have_the_asked_key_and_chain_to_the_ca() {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-pki-{}", std::process::id()));
+        let pki = Pki::create(&dir).expect("certificates");
+        for (key, algorithm, size) in
+            [(CertKey::Rsa2048, "rsaEncryption", "2048 bit"), (CertKey::EcdsaP256, "id-ecPublicKey", "256 bit")]
+        {
+            let tls = pki.route_tls(key, false);
+            let cert = dir.join("check.pem");
+            std::fs::write(&cert, &tls.certificate).expect("writing");
+            let text = openssl_out(&["x509", "-noout", "-text", "-in", &path(&cert)]);
+            assert!(text.contains(algorithm) && text.contains(size), "{key:?}: {text}");
+            assert!(text.contains(&format!("DNS:*.{DOMAIN}")), "{key:?}: names");
+            let verified = openssl_out(&["verify", "-CAfile", &path(&pki.ca), &path(&cert)]);
+            assert!(verified.contains(": OK"), "{key:?}: {verified}");
+            let key_file = dir.join("check.key");
+            std::fs::write(&key_file, &tls.key).expect("writing");
+            let from_key = openssl_out(&["pkey", "-pubout", "-in", &path(&key_file)]);
+            let from_cert = openssl_out(&["x509", "-noout", "-pubkey", "-in", &path(&cert)]);
+            assert_eq!(from_key, from_cert, "{key:?}: the key belongs to the certificate");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::pki::CertKey;
 use super::scenario::{Contender, Load, Scenario};
 
 /// A run is repeated when processes other than the contenders took more than this share of a CPU.
@@ -40,7 +41,7 @@ pub struct Group {
 
 impl Group {
     /// The name `--only` selects it by: `http-10`, `http-log-10`, `http-1000`, `http-10000`, `tls-4000`, `tls-full-40`,
-    /// `threads2-10`.
+    /// `tls-full-ecdsa-40`, `threads2-10`.
     pub fn name(&self) -> String {
         if self.threads > 1 {
             return format!("threads{}-{}", self.threads, self.routes);
@@ -49,6 +50,7 @@ impl Group {
             None if self.access_log => format!("http-log-{}", self.routes),
             None => format!("http-{}", self.routes),
             Some(tls) if tls.resumption => format!("tls-{}", self.routes),
+            Some(tls) if tls.key == CertKey::EcdsaP256 => format!("tls-full-ecdsa-{}", self.routes),
             Some(_) => format!("tls-full-{}", self.routes),
         }
     }
@@ -148,10 +150,12 @@ pub struct TlsGroup {
     /// Session resumption on every server (HAProxy, the router, the direct pod). Off for the full-handshake
     /// scenario; whether a second connection resumed is still probed and reported.
     pub resumption: bool,
+    /// The key of the edge and reencrypt routes' certificate.
+    pub key: CertKey,
 }
 
 pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
-    use Contender::{Direct, Haproxy as H, Router as R};
+    use Contender::{Direct, Haproxy as H, Router as R, RouterAwsLc as RA};
     let secs = Duration::from_secs;
     let scenario = |load, routes, contenders: &[Contender], duration, connections| Scenario {
         load,
@@ -198,20 +202,25 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     }
     ten_thousand.push(scenario(Load::ConnectionPerRequest, 10_000, &proxies, secs(4), 64));
     let mixed = 4 * MIXED_PER_KIND;
+    // Where the router terminates TLS it runs twice, with each crypto provider (ring, aws-lc-rs), to choose the
+    // default by measurement; passthrough does no crypto in the router.
+    let (tls_all, tls_proxies) = ([Direct, H, R, RA], [H, R, RA]);
     let mut tls = vec![
-        scenario(Load::EdgeKeepAlive, mixed, &all, secs(4), 64),
-        scenario(Load::EdgeResumed, mixed, &all, secs(3), 64),
+        scenario(Load::EdgeKeepAlive, mixed, &tls_all, secs(4), 64),
+        scenario(Load::EdgeResumed, mixed, &tls_all, secs(3), 64),
     ];
     if h2load {
-        tls.push(scenario(Load::EdgeHttp2, mixed, &all, secs(4), 16));
+        tls.push(scenario(Load::EdgeHttp2, mixed, &tls_all, secs(4), 16));
     }
     tls.extend([
-        scenario(Load::ReencryptKeepAlive, mixed, &proxies, secs(4), 64),
+        scenario(Load::ReencryptKeepAlive, mixed, &tls_proxies, secs(4), 64),
         scenario(Load::PassthroughNewConnection, mixed, &all, secs(3), 64),
         scenario(Load::PassthroughBulk, mixed, &all, secs(4), 4),
     ]);
     // Full handshakes on a small mixed set: HAProxy and the direct pod without session resumption.
-    let full = vec![scenario(Load::EdgeFullHandshake, 40, &all, secs(3), 64)];
+    let full = vec![scenario(Load::EdgeFullHandshake, 40, &tls_all, secs(3), 64)];
+    // The same with an ECDSA P-256 route certificate (no direct pod: the pods serve RSA).
+    let full_ecdsa = vec![scenario(Load::EdgeFullHandshakeEcdsa, 40, &tls_proxies, secs(3), 64)];
     let http = |routes, scenarios, churn| Group {
         routes,
         tls: None,
@@ -230,7 +239,7 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         http(10_000, ten_thousand, true),
         Group {
             routes: mixed,
-            tls: Some(TlsGroup { resumption: true }),
+            tls: Some(TlsGroup { resumption: true, key: CertKey::Rsa2048 }),
             scenarios: tls,
             churn: false,
             lifecycle: true,
@@ -239,8 +248,17 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
         },
         Group {
             routes: 40,
-            tls: Some(TlsGroup { resumption: false }),
+            tls: Some(TlsGroup { resumption: false, key: CertKey::Rsa2048 }),
             scenarios: full,
+            churn: false,
+            lifecycle: false,
+            access_log: false,
+            threads: 1,
+        },
+        Group {
+            routes: 40,
+            tls: Some(TlsGroup { resumption: false, key: CertKey::EcdsaP256 }),
+            scenarios: full_ecdsa,
             churn: false,
             lifecycle: false,
             access_log: false,
@@ -299,7 +317,17 @@ mod tests {
         let all = plan(false, true, XdpMode::Skb);
         assert_eq!(
             names(&all),
-            ["http-10", "http-log-10", "http-1000", "http-10000", "tls-4000", "tls-full-40", "threads2-10", "xdp"]
+            [
+                "http-10",
+                "http-log-10",
+                "http-1000",
+                "http-10000",
+                "tls-4000",
+                "tls-full-40",
+                "tls-full-ecdsa-40",
+                "threads2-10",
+                "xdp"
+            ]
         );
         let only = |list: &[&str]| {
             let only: Vec<String> = list.iter().map(|s| s.to_string()).collect();
@@ -308,8 +336,12 @@ mod tests {
         assert_eq!(only(&["xdp"]).expect("xdp"), ["xdp"]);
         assert_eq!(only(&["http"]).expect("http"), ["http-10", "http-log-10", "http-1000", "http-10000"]);
         assert_eq!(only(&["http-log"]).expect("logged"), ["http-log-10"]);
-        assert_eq!(only(&["tls", "http-10"]).expect("tls"), ["http-10", "tls-4000", "tls-full-40"]);
-        assert_eq!(only(&[]).expect("all").len(), 8);
+        assert_eq!(
+            only(&["tls", "http-10"]).expect("tls"),
+            ["http-10", "tls-4000", "tls-full-40", "tls-full-ecdsa-40"]
+        );
+        assert_eq!(only(&["tls-full"]).expect("full"), ["tls-full-40", "tls-full-ecdsa-40"]);
+        assert_eq!(only(&[]).expect("all").len(), 9);
         assert_eq!(only(&["threads2"]).expect("threads"), ["threads2-10"]);
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());

@@ -165,14 +165,49 @@ fn base_args(config: &Path) -> Vec<String> {
 /// `nbthread` (`router_env`; the router's own default is 4, the ingress operator's value).
 const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
 
-/// How a router run is set up beyond its routes: `ROUTER_TLS_SESSION_RESUMPTION`, `ROUTER_PASSTHROUGH_SOCKMAP`,
-/// `ROUTER_THREADS`, and the access log's destination (`ROUTER_SYSLOG_ADDRESS` with `ROUTER_LOG_LEVEL=info`).
+/// The rustls crypto provider of a router process (`ROUTER_TLS_PROVIDER`): both are in the one binary, so one run
+/// measures both side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TlsProvider {
+    #[default]
+    Ring,
+    AwsLcRs,
+}
+
+impl TlsProvider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsProvider::Ring => "ring",
+            TlsProvider::AwsLcRs => "aws-lc-rs",
+        }
+    }
+}
+
+/// How a router process runs, beyond its routes and ports.
 #[derive(Clone, Copy, Debug)]
 pub struct RouterRun {
+    /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
     pub tls_resumption: bool,
+    /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
     pub passthrough_sockmap: bool,
+    /// `ROUTER_THREADS` (1 but in the two-thread scenario, like HAProxy's `nbthread`).
     pub threads: u32,
+    /// ROUTER_SYSLOG_ADDRESS (with ROUTER_LOG_LEVEL=info): the access log goes there.
     pub access_log: Option<SocketAddr>,
+    /// `ROUTER_TLS_PROVIDER`.
+    pub tls_provider: TlsProvider,
+}
+
+impl Default for RouterRun {
+    fn default() -> RouterRun {
+        RouterRun {
+            tls_resumption: true,
+            passthrough_sockmap: false,
+            threads: 1,
+            access_log: None,
+            tls_provider: TlsProvider::Ring,
+        }
+    }
 }
 
 pub struct Router {
@@ -182,14 +217,7 @@ pub struct Router {
     pub stats_port: u16,
     /// `DEFAULT_CERTIFICATE_PATH`: the PEM file HAProxy has as its default certificate.
     pub default_certificate: PathBuf,
-    /// `ROUTER_TLS_SESSION_RESUMPTION` (off like HAProxy's `no-tls-tickets` in the full-handshake scenario).
-    pub tls_resumption: bool,
-    /// `ROUTER_PASSTHROUGH_SOCKMAP`: relay passthrough bytes in the kernel (the XDP group's passthrough runs).
-    pub passthrough_sockmap: bool,
-    /// ROUTER_SYSLOG_ADDRESS (with ROUTER_LOG_LEVEL=info): the access log goes there.
-    pub access_log: Option<SocketAddr>,
-    /// `ROUTER_THREADS` (1 but in the two-thread scenario, like HAProxy's `nbthread`).
-    pub threads: u32,
+    pub run: RouterRun,
     pub proc: Proc,
     pub binary: PathBuf,
 }
@@ -206,26 +234,22 @@ impl Router {
         default_certificate: &Path,
         run: RouterRun,
     ) -> anyhow::Result<(Router, Duration)> {
-        let RouterRun { tls_resumption, passthrough_sockmap, threads, access_log } = run;
         let target = start_target(set)?;
         let http_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let https_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let stats_port = free_port(&[Ipv4Addr::LOCALHOST])?;
         let args = router_args(manifests, http_port, https_port, stats_port);
-        let env = router_env(default_certificate, tls_resumption, passthrough_sockmap, threads, access_log);
+        let env = router_env(default_certificate, &run);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let begin = Instant::now();
-        let proc = Proc::spawn_pinned("router", &proxy_cpus(threads), binary, &args, log, &env)?;
+        let proc = Proc::spawn_pinned("router", &proxy_cpus(run.threads), binary, &args, log, &env)?;
         let mut router = Router {
             manifests: manifests.to_path_buf(),
             http_port,
             https_port,
             stats_port,
             default_certificate: default_certificate.to_path_buf(),
-            tls_resumption,
-            passthrough_sockmap,
-            access_log,
-            threads,
+            run,
             proc,
             binary: binary.into(),
         };
@@ -246,38 +270,27 @@ impl Router {
 
     pub fn command_line(&self) -> String {
         let args = router_args(&self.manifests, self.http_port, self.https_port, self.stats_port).join(" ");
-        let env: Vec<String> = router_env(
-            &self.default_certificate,
-            self.tls_resumption,
-            self.passthrough_sockmap,
-            self.threads,
-            self.access_log,
-        )
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-        let cpus = proxy_cpus(self.threads);
+        let env: Vec<String> =
+            router_env(&self.default_certificate, &self.run).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let cpus = proxy_cpus(self.run.threads);
         format!("{} taskset -c {cpus} {} {args}", env.join(" "), self.binary.display())
     }
 }
 
-fn router_env(
-    default_certificate: &Path,
-    tls_resumption: bool,
-    sockmap: bool,
-    threads: u32,
-    access_log: Option<SocketAddr>,
-) -> Vec<(&'static str, String)> {
+fn router_env(default_certificate: &Path, run: &RouterRun) -> Vec<(&'static str, String)> {
     let mut env: Vec<(&str, String)> = ROUTER_ENV.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
-    env.push(("ROUTER_THREADS", threads.to_string()));
-    if let Some(addr) = access_log {
+    env.push(("ROUTER_THREADS", run.threads.to_string()));
+    if let Some(addr) = run.access_log {
         // As the ingress operator turns the access log on: the address, and level info (access lines' level).
         env.push(("ROUTER_SYSLOG_ADDRESS", addr.to_string()));
         env.push(("ROUTER_LOG_LEVEL", "info".into()));
     }
     env.push(("DEFAULT_CERTIFICATE_PATH", default_certificate.display().to_string()));
-    env.push(("ROUTER_TLS_SESSION_RESUMPTION", tls_resumption.to_string()));
-    if sockmap {
+    env.push(("ROUTER_TLS_SESSION_RESUMPTION", run.tls_resumption.to_string()));
+    if run.tls_provider != TlsProvider::Ring {
+        env.push(("ROUTER_TLS_PROVIDER", run.tls_provider.as_str().into()));
+    }
+    if run.passthrough_sockmap {
         env.push(("ROUTER_PASSTHROUGH_SOCKMAP", "true".into()));
         // Its one line saying whether the splice loaded (info), beside the warnings.
         for (name, value) in &mut env {

@@ -13,7 +13,7 @@ use super::loadgen::CLIENT_CPU;
 use super::measure::{Endpoint, Meter};
 use super::plan::Group;
 use super::process::{self, wait_until};
-use super::proxies::{haproxy_options, Haproxy, Router, RouterRun};
+use super::proxies::{haproxy_options, Haproxy, Router, RouterRun, TlsProvider};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
 use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
@@ -38,6 +38,9 @@ struct Proxies {
     router: Option<Router>,
     /// Why the router cannot run the group's TLS scenarios.
     router_down: Option<String>,
+    /// The same router with the aws-lc-rs crypto provider, in groups whose scenarios compare providers.
+    router_aws_lc: Option<Router>,
+    router_aws_lc_down: Option<String>,
 }
 
 /// Runs `group`: its scenario results, start times and memory, and route churn go into `outcome`.
@@ -46,17 +49,16 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         None if group.access_log => format!("log-{}", group.routes),
         None if group.threads > 1 => group.name(),
         None => group.routes.to_string(),
-        Some(tls) if tls.resumption => format!("tls-{}", group.routes),
-        Some(_) => format!("tls-full-{}", group.routes),
+        Some(_) => group.name(),
     };
     let set = match group.tls {
         None => RouteSet::http(group.routes, &stage.backends.pods),
-        Some(_) => RouteSet::mixed(
+        Some(tls) => RouteSet::mixed(
             group.routes / 4,
             &stage.backends.pods,
             &stage.backends.tls_pods,
-            &stage.pki.route_tls(false),
-            &stage.pki.route_tls(true),
+            &stage.pki.route_tls(tls.key, false),
+            &stage.pki.route_tls(tls.key, true),
         ),
     };
     let manifest_dir = stage.work.join(format!("manifests-{name}"));
@@ -74,6 +76,7 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         passthrough_sockmap: false,
         threads: group.threads,
         access_log: syslog_addr,
+        tls_provider: TlsProvider::Ring,
     };
     let (router, router_start, mut router_down) =
         match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, run) {
@@ -120,7 +123,11 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
             println!("bench:   router: not available for TLS ({reason})");
         }
     }
-    let mut proxies = Proxies { haproxy, router, router_down };
+    let (router_aws_lc, router_aws_lc_down) = match compares_providers(group) {
+        true => start_aws_lc(stage, &manifest_dir, &set, &name, run),
+        false => (None, None),
+    };
+    let mut proxies = Proxies { haproxy, router, router_down, router_aws_lc, router_aws_lc_down };
     let rss = |proxies: &Proxies| {
         (
             proxies.haproxy.current.rss_kib().unwrap_or(0),
@@ -128,8 +135,10 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         )
     };
     let rss_idle = rss(&proxies);
-    meter.proxy_pids =
-        std::iter::once(proxies.haproxy.current.pid()).chain(proxies.router.as_ref().map(|r| r.proc.pid())).collect();
+    meter.proxy_pids = std::iter::once(proxies.haproxy.current.pid())
+        .chain(proxies.router.as_ref().map(|r| r.proc.pid()))
+        .chain(proxies.router_aws_lc.as_ref().map(|r| r.proc.pid()))
+        .collect();
 
     let mut results: Vec<ScenarioResult> = group.scenarios.iter().map(ScenarioResult::new).collect();
     for result in &mut results {
@@ -172,6 +181,37 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         outcome.churn.push(churn);
     }
     Ok(())
+}
+
+/// Some scenario of `group` runs the router with aws-lc-rs beside the default one.
+fn compares_providers(group: &Group) -> bool {
+    group.scenarios.iter().any(|s| s.contenders.contains(&Contender::RouterAwsLc))
+}
+
+/// A second router on the same manifests with ROUTER_TLS_PROVIDER=aws-lc-rs; or why it cannot serve TLS.
+fn start_aws_lc(
+    stage: &Stage,
+    manifests: &Path,
+    set: &RouteSet,
+    name: &str,
+    run: RouterRun,
+) -> (Option<Router>, Option<String>) {
+    let log = stage.work.join(format!("router-aws-lc-rs-{name}.log"));
+    let run = RouterRun { tls_provider: TlsProvider::AwsLcRs, ..run };
+    match Router::start(&stage.binary, manifests, set, &log, &stage.certificate, run) {
+        Ok((router, start)) => {
+            println!("bench:   started: router aws-lc-rs {:.2} s", start.as_secs_f64());
+            let down = router_tls_down(stage, &router, set);
+            if let Some(reason) = &down {
+                println!("bench:   router aws-lc-rs: not available for TLS ({reason})");
+            }
+            (Some(router), down)
+        }
+        Err(error) => {
+            println!("bench:   the router with aws-lc-rs did not start: {error:#}");
+            (None, Some(format!("the router with aws-lc-rs did not start: {error:#}")))
+        }
+    }
 }
 
 /// Every repetition of the group's scenarios, each with its contenders back to back (order rotated per
@@ -267,8 +307,11 @@ fn endpoint(
             let addr = if tls { haproxy.https_addr() } else { haproxy.http_addr() };
             Endpoint { addr, host, proxy_pid: Some(haproxy.current.pid()) }
         }
-        Contender::Router => {
-            let router = proxies.router.as_ref()?;
+        Contender::Router | Contender::RouterAwsLc => {
+            let router = match contender {
+                Contender::RouterAwsLc => proxies.router_aws_lc.as_ref()?,
+                _ => proxies.router.as_ref()?,
+            };
             let addr = if tls { router.https_addr() } else { router.http_addr() };
             Endpoint { addr, host, proxy_pid: Some(router.proc.pid()) }
         }
@@ -302,6 +345,9 @@ fn check_availability(stage: &Stage, result: &mut ScenarioResult, set: &RouteSet
     for &contender in &result.scenario.contenders {
         let reason = match (contender, &proxies.router_down) {
             (Contender::Router, Some(reason)) => Err(reason.clone()),
+            (Contender::RouterAwsLc, _) if proxies.router_aws_lc_down.is_some() => {
+                Err(proxies.router_aws_lc_down.clone().unwrap_or_default())
+            }
             _ => match endpoint(stage, contender, load, set, proxies, group) {
                 None => Err("not started".to_string()),
                 Some(endpoint) => probe(stage, &endpoint, load == Load::EdgeHttp2),

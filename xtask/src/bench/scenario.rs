@@ -14,6 +14,9 @@ pub enum Contender {
     Direct,
     Haproxy,
     Router,
+    /// The same router binary with ROUTER_TLS_PROVIDER=aws-lc-rs (TLS groups only), to choose the crypto provider
+    /// by measurement.
+    RouterAwsLc,
 }
 
 impl Contender {
@@ -22,6 +25,7 @@ impl Contender {
             Contender::Direct => "direct",
             Contender::Haproxy => "HAProxy",
             Contender::Router => "router",
+            Contender::RouterAwsLc => "router aws-lc-rs",
         }
     }
 }
@@ -44,6 +48,8 @@ pub enum Load {
     EdgeResumed,
     /// As `EdgeResumed` with servers that do not resume sessions: a full handshake per request.
     EdgeFullHandshake,
+    /// As `EdgeFullHandshake` with an ECDSA P-256 route certificate instead of RSA-2048.
+    EdgeFullHandshakeEcdsa,
     /// h2load, HTTP/2 over TLS (ALPN h2) to the edge route, as fast as it goes.
     EdgeHttp2,
     /// wrk over TLS to the reencrypt route, keep-alive (TLS again to the pod).
@@ -67,7 +73,11 @@ impl Load {
             Load::SameUrl | Load::RandomPath | Load::ConnectionPerRequest | Load::Bulk | Load::FixedRate => {
                 Termination::Http
             }
-            Load::EdgeKeepAlive | Load::EdgeResumed | Load::EdgeFullHandshake | Load::EdgeHttp2 => Termination::Edge,
+            Load::EdgeKeepAlive
+            | Load::EdgeResumed
+            | Load::EdgeFullHandshake
+            | Load::EdgeFullHandshakeEcdsa
+            | Load::EdgeHttp2 => Termination::Edge,
             Load::ReencryptKeepAlive => Termination::Reencrypt,
             Load::PassthroughBulk | Load::PassthroughNewConnection => Termination::Passthrough,
         }
@@ -77,8 +87,17 @@ impl Load {
     pub fn closes(self) -> bool {
         matches!(
             self,
-            Load::ConnectionPerRequest | Load::EdgeResumed | Load::EdgeFullHandshake | Load::PassthroughNewConnection
+            Load::ConnectionPerRequest
+                | Load::EdgeResumed
+                | Load::EdgeFullHandshake
+                | Load::EdgeFullHandshakeEcdsa
+                | Load::PassthroughNewConnection
         )
+    }
+
+    /// New connections to servers without session resumption: every handshake full.
+    pub fn is_full_handshake(self) -> bool {
+        matches!(self, Load::EdgeFullHandshake | Load::EdgeFullHandshakeEcdsa)
     }
 }
 
@@ -107,6 +126,7 @@ impl Scenario {
             Load::EdgeKeepAlive => "edge TLS keep-alive".to_string(),
             Load::EdgeResumed => "edge TLS new connections, resumed handshakes".to_string(),
             Load::EdgeFullHandshake => "edge TLS new connections, full handshakes".to_string(),
+            Load::EdgeFullHandshakeEcdsa => "edge TLS new connections, full handshakes, ECDSA P-256".to_string(),
             Load::EdgeHttp2 => "HTTP/2 over edge TLS".to_string(),
             Load::ReencryptKeepAlive => "reencrypt TLS keep-alive".to_string(),
             Load::PassthroughBulk => "passthrough, 64 MiB body".to_string(),

@@ -19,5 +19,7 @@ pub async fn connect(kubeconfig: Option<&Path>) -> Result<Client, KubeError> {
         }
         None => Config::incluster()?,
     };
+    // kube-client builds its TLS configuration on rustls's process default provider.
+    crate::tls::install_process_default();
     Client::try_from(config).map_err(KubeError::Client)
 }

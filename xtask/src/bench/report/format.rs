@@ -18,9 +18,17 @@ pub fn summary(
 }
 
 pub fn ratio(result: &ScenarioResult, pick: impl Fn(&Sample) -> Option<f64> + Copy) -> Option<Summary> {
-    let ours = values(result.samples.get(&Contender::Router), pick);
-    let theirs = values(result.samples.get(&Contender::Haproxy), pick);
-    paired_ratio(&ours, &theirs)
+    ratio_between(result, Contender::Router, Contender::Haproxy, pick)
+}
+
+/// `ours / theirs`, paired run by run.
+pub fn ratio_between(
+    result: &ScenarioResult,
+    ours: Contender,
+    theirs: Contender,
+    pick: impl Fn(&Sample) -> Option<f64> + Copy,
+) -> Option<Summary> {
+    paired_ratio(&values(result.samples.get(&ours), pick), &values(result.samples.get(&theirs), pick))
 }
 
 pub fn si(value: f64) -> String {

@@ -24,7 +24,7 @@ use svg::svg;
 use tables::{bulk_table, churn_table, fixed_rate_table, lifecycle_table, scaling_table};
 use targets::targets;
 pub use tls::tls_table;
-use tls::{negotiated_table, passthrough_bulk_table, unavailable_lines};
+use tls::{negotiated_table, passthrough_bulk_table, provider_table, unavailable_lines};
 pub use xdp::xdp_summary;
 
 /// Writes `<stamp>-<commit>.md` and `.svg` into `dir`; returns both paths.
@@ -228,6 +228,16 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
             "\nµs/unit is proxy CPU per request (keep-alive, HTTP/2) or per connection (new connections: one request \
              each). New connections saturate the client core too (the handshake costs the client as much): compare \
              µs per connection.\n",
+        );
+    }
+    let providers = provider_table(outcome);
+    if !providers.is_empty() {
+        out.push_str("\n## The router's TLS crypto provider: ring (default) vs aws-lc-rs (ROUTER_TLS_PROVIDER)\n\n");
+        out.push_str(&providers);
+        out.push_str(
+            "\nOne router binary started twice on the same route set, run back to back with HAProxy in every \
+             repetition; ratios are paired run by run. The default changes to aws-lc-rs only where it is faster on \
+             full handshakes and not slower elsewhere.\n",
         );
     }
     let passthrough = passthrough_bulk_table(outcome);

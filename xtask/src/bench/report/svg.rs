@@ -24,6 +24,7 @@ fn color(contender: Contender) -> &'static str {
         Contender::Direct => "#9e9e9e",
         Contender::Haproxy => "#1f77b4",
         Contender::Router => "#d95f02",
+        Contender::RouterAwsLc => "#e7298a",
     }
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::super::results::{Outcome, Sample, ScenarioResult};
 use super::super::routes::Termination;
 use super::super::scenario::{Contender, Load};
-use super::format::{range, ratio, ratio_text, si, summary};
+use super::format::{range, ratio, ratio_between, ratio_text, si, summary};
 use super::targets::router_resumed;
 
 const NOT_AVAILABLE: &str = "not available";
@@ -58,7 +58,7 @@ pub fn tls_table(outcome: &Outcome) -> String {
     for result in rows {
         let unit = if result.scenario.load.closes() { "connection" } else { "request" };
         // The full-handshake row is not comparable where the router resumed sessions anyway.
-        let resumed = result.scenario.load == Load::EdgeFullHandshake && router_resumed(result);
+        let resumed = result.scenario.load.is_full_handshake() && router_resumed(result);
         let mark = |c: Contender, text: String| {
             if resumed && c == Contender::Router {
                 format!("{text} (resumed)")
@@ -81,6 +81,41 @@ pub fn tls_table(outcome: &Outcome) -> String {
             ratio_text(ratio(result, |s| s.us_per_request)),
             latency(result, Contender::Haproxy),
             latency(result, Contender::Router),
+        );
+    }
+    out
+}
+
+/// The router with each crypto provider (ring, the default; aws-lc-rs), same binary, same runs: rates, the
+/// paired ratios aws-lc-rs / ring and aws-lc-rs / HAProxy, and proxy CPU per unit. Empty when no scenario ran the
+/// aws-lc-rs router.
+pub fn provider_table(outcome: &Outcome) -> String {
+    let rows: Vec<&ScenarioResult> =
+        outcome.results.iter().filter(|r| r.scenario.contenders.contains(&Contender::RouterAwsLc)).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "| scenario | ring /s | aws-lc-rs /s | aws-lc-rs/ring | ring/HAProxy | aws-lc-rs/HAProxy | ring µs/unit \
+         | aws-lc-rs µs/unit | aws-lc-rs/ring CPU |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let (ring, aws, haproxy) = (Contender::Router, Contender::RouterAwsLc, Contender::Haproxy);
+    for result in rows {
+        let rps = |c| cell(result, c, |s| Some(s.requests_per_second), si);
+        let us = |c| cell(result, c, |s| s.us_per_request, |v| format!("{v:.1}"));
+        let rate = |a, b| ratio_text(ratio_between(result, a, b, |s| Some(s.requests_per_second)));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            result.scenario.title(),
+            rps(ring),
+            rps(aws),
+            rate(aws, ring),
+            rate(ring, haproxy),
+            rate(aws, haproxy),
+            us(ring),
+            us(aws),
+            ratio_text(ratio_between(result, aws, ring, |s| s.us_per_request)),
         );
     }
     out
@@ -125,6 +160,9 @@ pub fn negotiated_table(outcome: &Outcome) -> String {
     let mut rows = std::collections::BTreeSet::new();
     for result in outcome.results.iter().filter(|r| r.scenario.load.is_tls()) {
         let kind = match result.scenario.load.termination() {
+            Termination::Edge if result.scenario.load == Load::EdgeFullHandshakeEcdsa => {
+                "edge, ECDSA P-256, servers without resumption"
+            }
             Termination::Edge if result.scenario.load == Load::EdgeFullHandshake => "edge, servers without resumption",
             Termination::Edge => "edge",
             Termination::Reencrypt => "reencrypt",

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::Context as _;
 
 use super::super::measure::{Endpoint, Meter};
+use super::super::pki::CertKey;
 use super::super::plan::XdpPlan;
 use super::super::process::softirq_threads;
 use super::super::proxies::{Router, RouterRun, SOCKMAP_LOADED};
@@ -32,8 +33,8 @@ pub fn run(
         1,
         &stage.backends.pods,
         &stage.backends.tls_pods,
-        &stage.pki.route_tls(false),
-        &stage.pki.route_tls(true),
+        &stage.pki.route_tls(CertKey::Rsa2048, false),
+        &stage.pki.route_tls(CertKey::Rsa2048, true),
     );
     let host = set.target_of(Termination::Passthrough).context("no passthrough route")?.host.clone();
     let dir = stage.work.join("xdp-passthrough");
@@ -41,7 +42,7 @@ pub fn run(
     std::fs::create_dir_all(&manifests).context("passthrough manifest dir")?;
     write_manifests(&set, &manifests.join("routes.yaml"))?;
     let start = |sockmap: bool, name: &str| {
-        let run = RouterRun { tls_resumption: true, passthrough_sockmap: sockmap, threads: 1, access_log: None };
+        let run = RouterRun { passthrough_sockmap: sockmap, ..RouterRun::default() };
         Router::start(&stage.binary, &manifests, &set, &dir.join(name), &stage.certificate, run)
             .map(|(router, _)| router)
     };
