@@ -2,7 +2,8 @@
 //! flow keeps going while the router is SIGKILLed (the pinned links keep `xdp_front` and
 //! `nat_reverse` attached), `router xdp status` reads the flow from the pins alone, a new router on
 //! the same pin dir adopts links and maps (the flow is watched again, a new connection is steered,
-//! the datapath's counters go on), the download finishes intact, and SIGTERM detaches everything.
+//! the datapath's counters go on), the download finishes intact, and SIGTERM detaches everything;
+//! pins of another layout are not adopted but replaced.
 //! Topology: `xdp_common::steer_topology`.
 
 mod xdp_common;
@@ -172,4 +173,20 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let net = topo.node.command("bpftool").args(["net", "show", "dev", NODE_IF]).output().expect("run bpftool");
     let net = String::from_utf8_lossy(&net.stdout);
     assert!(!net.contains("xdp_front") && !net.contains("nat_reverse"), "programs left on {NODE_IF}:\n{net}");
+
+    // Pins of another layout (here: another conntrack size) are not adopted: the router says so,
+    // removes them and starts clean.
+    let mut third = topo.start_router_logged("skb", &pin_dir.0, "third");
+    third.child.kill().expect("SIGKILL the third router");
+    let _ = third.child.wait();
+    assert!(!link_pins(&pin_dir.0).is_empty(), "the killed router left its links");
+    let mut fourth = topo.start_router_with("skb", &pin_dir.0, "fourth", &["--xdp-conntrack-size", "4096"]);
+    let log = without_ansi(&fourth.log());
+    assert!(log.contains("not adopting the pinned XDP front"), "the router says why it starts clean:\n{log}");
+    assert!(log.contains("adopted=false"), "a clean start:\n{log}");
+    let (code, status_code, _, verbose) = topo.curl(STEER_HOST, "/whoami", &[]);
+    assert_eq!((code, status_code), (0, 200), "curl through the clean router: {verbose}\n{}", fourth.log());
+    let exit = fourth.terminate();
+    assert!(exit.success(), "router exited with {exit}:\n{}", fourth.log());
+    assert!(!pin_dir.0.exists(), "pin dir {} left after SIGTERM", pin_dir.0.display());
 }

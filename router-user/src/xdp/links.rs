@@ -8,7 +8,7 @@
 //! Kernels without the link kind (XDP links need 5.9, tcx 6.6) attach over netlink as before: such an
 //! attachment stays in the `Ebpf` and goes with the process.
 
-use std::{io, path::PathBuf};
+use std::{io, path::Path};
 
 use aya::{
     programs::{
@@ -84,7 +84,7 @@ pub(crate) struct FrontLink {
 }
 
 /// Pins a fresh XDP attachment at `path` (or leaves it with the program on kernels without XDP links).
-pub(crate) fn pin_xdp(program: &mut Xdp, id: XdpLinkId, path: &PathBuf) -> Result<Held, XdpError> {
+pub(crate) fn pin_xdp(program: &mut Xdp, id: XdpLinkId, path: &Path) -> Result<Held, XdpError> {
     if !LinkKind::Xdp.pinnable() {
         return Ok(Held::Xdp(id));
     }
@@ -94,11 +94,7 @@ pub(crate) fn pin_xdp(program: &mut Xdp, id: XdpLinkId, path: &PathBuf) -> Resul
 }
 
 /// Pins a fresh tcx attachment at `path` (or leaves it with the program on kernels before 6.6).
-pub(crate) fn pin_tc(
-    program: &mut SchedClassifier,
-    id: SchedClassifierLinkId,
-    path: &PathBuf,
-) -> Result<Held, XdpError> {
+pub(crate) fn pin_tc(program: &mut SchedClassifier, id: SchedClassifierLinkId, path: &Path) -> Result<Held, XdpError> {
     if !LinkKind::TcxEgress.pinnable() {
         return Ok(Held::Tc(id));
     }
@@ -107,12 +103,12 @@ pub(crate) fn pin_tc(
     pin(fd, path)
 }
 
-fn pin(fd: FdLink, path: &PathBuf) -> Result<Held, XdpError> {
-    fd.pin(path).map(Held::Pinned).map_err(|cause| XdpError::Pin { path: path.clone(), cause })
+fn pin(fd: FdLink, path: &Path) -> Result<Held, XdpError> {
+    fd.pin(path).map(Held::Pinned).map_err(|cause| XdpError::Pin { path: path.to_path_buf(), cause })
 }
 
 /// The id of the program the link pinned at `path` runs, or `None` when there is no such pin.
-pub(crate) fn pinned_program(path: &PathBuf) -> Result<Option<u32>, XdpError> {
+pub(crate) fn pinned_program(path: &Path) -> Result<Option<u32>, XdpError> {
     match PinnedLink::from_pin(path) {
         Ok(link) => {
             let fd = FdLink::from(link);
@@ -127,7 +123,7 @@ pub(crate) fn pinned_program(path: &PathBuf) -> Result<Option<u32>, XdpError> {
 }
 
 /// Replaces the program of the XDP link pinned at `path` with `program` (`bpf_link_update`).
-pub(crate) fn adopt_xdp(program: &mut Xdp, path: &PathBuf) -> Result<Held, XdpError> {
+pub(crate) fn adopt_xdp(program: &mut Xdp, path: &Path) -> Result<Held, XdpError> {
     let fd = FdLink::from(PinnedLink::from_pin(path).map_err(|cause| link_error(path, cause))?);
     let link = XdpLink::try_from(fd).map_err(|cause| link_error(path, cause))?;
     let id = program.attach_to_link(link).map_err(|cause| update_error(path, cause))?;
@@ -137,7 +133,7 @@ pub(crate) fn adopt_xdp(program: &mut Xdp, path: &PathBuf) -> Result<Held, XdpEr
 }
 
 /// Replaces the program of the tcx link pinned at `path` with `program`.
-pub(crate) fn adopt_tc(program: &mut SchedClassifier, path: &PathBuf) -> Result<Held, XdpError> {
+pub(crate) fn adopt_tc(program: &mut SchedClassifier, path: &Path) -> Result<Held, XdpError> {
     let fd = FdLink::from(PinnedLink::from_pin(path).map_err(|cause| link_error(path, cause))?);
     let link = SchedClassifierLink::try_from(fd).map_err(|cause| link_error(path, cause))?;
     let id = program.attach_to_link(link).map_err(|cause| update_error(path, cause))?;
@@ -145,24 +141,24 @@ pub(crate) fn adopt_tc(program: &mut SchedClassifier, path: &PathBuf) -> Result<
     reopen(path)
 }
 
-fn reopen(path: &PathBuf) -> Result<Held, XdpError> {
+fn reopen(path: &Path) -> Result<Held, XdpError> {
     PinnedLink::from_pin(path).map(Held::Pinned).map_err(|cause| link_error(path, cause))
 }
 
 /// Removes the pin at `path` (detaching the link once no fd holds it); a missing pin is fine.
-pub(crate) fn remove_pin(path: &PathBuf) -> io::Result<()> {
+pub(crate) fn remove_pin(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {
         Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
         _ => Ok(()),
     }
 }
 
-fn link_error(path: &PathBuf, cause: aya::programs::links::LinkError) -> XdpError {
-    XdpError::Link { path: path.clone(), cause: cause.to_string() }
+fn link_error(path: &Path, cause: aya::programs::links::LinkError) -> XdpError {
+    XdpError::Link { path: path.to_path_buf(), cause: cause.to_string() }
 }
 
-fn update_error(path: &PathBuf, cause: ProgramError) -> XdpError {
-    XdpError::Link { path: path.clone(), cause: cause.to_string() }
+fn update_error(path: &Path, cause: ProgramError) -> XdpError {
+    XdpError::Link { path: path.to_path_buf(), cause: cause.to_string() }
 }
 
 #[cfg(test)]

@@ -146,7 +146,12 @@ impl Topology {
 
     /// The router in `mode` on `pin_dir`, logging to `router-<label>.log`, waited for until ready.
     pub fn start_router_logged(&self, mode: &str, pin_dir: &Path, label: &str) -> Process {
-        let args: Vec<String> = [
+        self.start_router_with(mode, pin_dir, label, &[])
+    }
+
+    /// As [`Topology::start_router_logged`], with `extra` arguments after the usual ones.
+    pub fn start_router_with(&self, mode: &str, pin_dir: &Path, label: &str, extra: &[&str]) -> Process {
+        let mut args: Vec<String> = [
             "--manifests",
             &self.work.path().join("manifests").display().to_string(),
             "--listen-addr",
@@ -169,6 +174,7 @@ impl Topology {
         ]
         .map(String::from)
         .to_vec();
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
         let log = self.work.path().join(format!("router-{label}.log"));
         let envs = [("RUST_LOG", "info,router::relay::steer=debug")];
         let mut router = Process::spawn(&self.node, &router_binary(), &args, &envs, &log);
