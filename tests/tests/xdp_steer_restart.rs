@@ -122,6 +122,11 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let _ = first.child.wait();
     let link = topo.node.ip(&["link", "show", NODE_IF]);
     assert!(link.contains("xdpgeneric"), "xdp_front still attached after SIGKILL:\n{link}");
+    let pinned = pin_dir.0.join("link_xdp_veth-n");
+    let link =
+        topo.node.command("bpftool").args(["-j", "link", "show", "pinned"]).arg(&pinned).output().expect("bpftool");
+    let link: serde_json::Value = serde_json::from_slice(&link.stdout).expect("bpftool link JSON");
+    assert_eq!(link["type"], "xdp", "the pinned link holds xdp_front: {link}");
     let orphaned = status(&topo, &router_bin, &pin_dir.0);
     assert_eq!(steered_flow_count(&orphaned), 1, "status reads the flow from the pins: {orphaned}");
     let received = file_len(&body);

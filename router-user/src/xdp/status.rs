@@ -260,6 +260,40 @@ mod tests {
     }
 
     #[test]
+    fn text_lists_steered_flows_and_fallbacks() {
+        let status = XdpStatus {
+            pin_dir: PathBuf::from("/sys/fs/bpf/x"),
+            attachments: Vec::new(),
+            counters: XdpCounters::default(),
+            maps: Vec::new(),
+            flows: vec![SteeredFlowRow {
+                client: "10.0.0.1:40000".parse().expect("addr"),
+                via: "10.0.0.2:443".parse().expect("addr"),
+                pod: "10.1.0.2:8443".parse().expect("addr"),
+                node_leg: "10.1.0.1:61000".parse().expect("addr"),
+                state: "steered",
+                to_pod_packets: 3,
+                to_pod_bytes: 300,
+                to_client_packets: 7,
+                to_client_bytes: 7000,
+                idle_seconds: 2,
+                fin: false,
+                rst: false,
+            }],
+            fallbacks: vec![("no_syn", 4), ("map_full", 1)],
+        };
+        let text = status.to_text();
+        assert!(text.contains("steered flows: 1\n"), "{text}");
+        assert!(text.contains("10.0.0.1:40000 -> 10.1.0.2:8443 via 10.0.0.2:443"), "{text}");
+        assert!(text.contains("to client 7 packets 7000 bytes"), "{text}");
+        assert!(text.lines().any(|line| line.split_whitespace().eq(["no_syn", "4"])), "{text}");
+        let json = status.to_json();
+        assert_eq!(json["steered_flows"]["count"], 1);
+        assert_eq!(json["steered_flows"]["flows"][0]["to_pod_bytes"], 300);
+        assert_eq!(json["steer_fallbacks"]["map_full"], 1);
+    }
+
+    #[test]
     fn loopback_is_listed() {
         assert!(interface_names().iter().any(|(_, name)| name == "lo"));
     }
