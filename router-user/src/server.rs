@@ -297,7 +297,7 @@ fn start_steering(
         https_port: https_addr.port(),
         proxy_protocol: settings.tls.use_proxy_protocol,
     };
-    match Steering::start(maps?, &config, metrics.clone()) {
+    match Steering::start(maps?, &config, metrics.clone(), settings.routing.tunnel_timeout) {
         Ok(steering) => Some(steering),
         Err(error) => {
             tracing::warn!(%error, "passthrough steering not started; passthrough stays on the userspace relay");

@@ -35,6 +35,8 @@ pub enum XdpError {
     Attach { iface: String, mode: &'static str, cause: aya::programs::ProgramError },
     #[error("pinning map at {path}: {}", Chain(.cause))]
     Pin { path: PathBuf, cause: aya::pin::PinError },
+    #[error("pinned link {path}: {cause}")]
+    Link { path: PathBuf, cause: String },
     #[error("map {name}: {}", Chain(.cause))]
     Map { name: &'static str, cause: aya::maps::MapError },
 }

@@ -1,29 +1,35 @@
-//! Loading and attaching the XDP front: refuse when the interface (or a pod-facing one) already has
-//! an XDP program or the pin dir belongs to a live router, then load the embedded object
+//! Loading and attaching the XDP front: adopt a previous front's pinned links and maps when its
+//! layout is this build's ([`super::adopt`]), else refuse when the interface (or a pod-facing one)
+//! already has an XDP program or the pin dir belongs to a live router, then load the embedded object
 //! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface
-//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, and pin every map
-//! as `<pin_dir>/<MAP_NAME>`.
+//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, pin each link
+//! ([`super::links`]) and every map as `<pin_dir>/<MAP_NAME>`, with `LAYOUT` and `STEER_FALLBACKS`.
 
 #![allow(unsafe_code)]
 
 use std::{
     ffi::CString,
+    path::Path,
     time::{Duration, Instant},
 };
 
 use aya::{
     maps::{Map, MapData},
-    programs::{self, tc::SchedClassifierLinkId, xdp::XdpLinkId, ProgramError, SchedClassifier, TcAttachType, Xdp},
+    programs::{self, ProgramError, SchedClassifier, TcAttachType, Xdp},
     Ebpf, EbpfLoader,
 };
 use router_common::maps::{CONNTRACK, CONNTRACK_REV, PINNED_MAPS, XDP_STATS};
 
 use super::{
+    adopt::{self, Previous},
     bpffs::{self, PinDir},
     counters::StatsMap,
-    maps::NatMaps,
+    layout,
+    links::{self, FrontLink, Held, LinkKind},
+    maps::{open_pin, NatMaps},
     netlink,
     object::{OBJECT, PROGRAM, TC_PROGRAM},
+    steer_fallbacks::{self, STEER_FALLBACKS},
     steer_maps::SteerMaps,
     XdpError, XdpMode, XdpOptions,
 };
@@ -33,47 +39,54 @@ use super::{
 const DETACH_WAIT: Duration = Duration::from_secs(3);
 const DETACH_POLL: Duration = Duration::from_millis(10);
 
-/// `xdp_front` on one pod-facing interface (`--xdp-pod-interfaces`).
-pub(crate) struct PodAttachment {
-    pub iface: String,
-    pub if_index: u32,
-    pub link: XdpLinkId,
-    /// `"driver"` or `"skb"`.
-    pub mode: &'static str,
-}
-
-/// Everything an attached front owns, handed to `XdpFront`. Dropping it detaches (with the `Ebpf`)
-/// and unpins (with the `PinDir`).
+/// Everything an attached front owns, handed to `XdpFront`. Dropping it detaches (with the `Ebpf`
+/// and the links) and unpins (with the `PinDir`).
 pub(crate) struct Attached {
     pub ebpf: Ebpf,
-    pub link: XdpLinkId,
     pub if_index: u32,
     /// Kernel id of the loaded `xdp_front`.
     pub prog_id: u32,
-    pub mode: &'static str,
-    /// The `nat_reverse` TC egress link.
-    pub tc_link: SchedClassifierLinkId,
-    /// `xdp_front` on each pod-facing interface.
-    pub pod_links: Vec<PodAttachment>,
+    /// `xdp_front` on the interface first, then on each pod-facing interface, then `nat_reverse`.
+    pub links: Vec<FrontLink>,
     pub stats: StatsMap,
     pub nat: NatMaps,
     pub steer: SteerMaps,
     pub pins: PinDir,
+    /// Whether the maps (and links) of a previous router were adopted.
+    pub adopted: bool,
 }
 
 pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
     let if_index = if_index(iface)?;
-    refuse_if_attached(iface, if_index)?;
     let mut pod_ifaces = Vec::new();
     for pod_iface in pod_interfaces(opts) {
-        let pod_index = self::if_index(pod_iface)?;
-        refuse_if_attached(pod_iface, pod_index)?;
-        pod_ifaces.push((pod_iface, pod_index));
+        pod_ifaces.push((pod_iface, self::if_index(pod_iface)?));
     }
 
     bpffs::ensure_mounted()?;
     let pins = PinDir::create(&opts.pin_dir)?;
+    let fingerprint = layout::fingerprint(opts.conntrack_size);
+    match adopt::previous(&pins, iface, fingerprint)? {
+        Previous::Adopt => return adopt_and_attach(opts, if_index, &pod_ifaces, pins),
+        Previous::StartClean { prog_id, reason } => {
+            tracing::warn!(
+                pin_dir = %pins.path().display(),
+                %reason,
+                "not adopting the pinned XDP front: removing its links and maps and starting clean (its steered flows break)"
+            );
+            adopt::clear(&pins);
+            wait_detached(if_index, prog_id);
+            for &(_, pod_index) in &pod_ifaces {
+                wait_detached(pod_index, prog_id);
+            }
+        }
+        Previous::Nothing => {}
+    }
+    refuse_if_attached(iface, if_index)?;
+    for &(pod_iface, pod_index) in &pod_ifaces {
+        refuse_if_attached(pod_iface, pod_index)?;
+    }
     load_and_attach(opts, if_index, &pod_ifaces, pins)
 }
 
@@ -91,7 +104,7 @@ pub(crate) fn pod_interfaces(opts: &XdpOptions) -> Vec<&str> {
 }
 
 /// On error, the `Ebpf` (with any link) is dropped first, detaching, then `pins` removes whatever
-/// was pinned.
+/// was pinned (links included).
 fn load_and_attach(
     opts: &XdpOptions,
     if_index: u32,
@@ -104,20 +117,14 @@ fn load_and_attach(
     let mut ebpf = load(opts.conntrack_size)?;
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
-    let (link, mode) = attach_in_mode(program, iface, if_index, opts.mode)?;
+    let mut links = Vec::new();
     // The same program (and so the same maps) on each pod-facing interface, in the same --xdp-mode.
-    let mut pod_links = Vec::new();
-    for &(pod_iface, pod_index) in pod_ifaces {
-        let (link, mode) = attach_in_mode(program, pod_iface, pod_index, opts.mode)?;
-        pod_links.push(PodAttachment { iface: pod_iface.to_owned(), if_index: pod_index, link, mode });
+    for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
+        links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
     }
-    let tc_link = tc_program(&mut ebpf)?.attach(iface, TcAttachType::Egress).map_err(|cause| XdpError::Attach {
-        iface: iface.to_owned(),
-        mode: "tc egress",
-        cause,
-    })?;
+    links.push(attach_tc(&mut ebpf, iface, if_index, &mut pins)?);
 
-    // Pin after attaching: a pin under the pin dir means "attached and counting".
+    // Pin after attaching: a map pin under the pin dir means "attached and counting".
     let mut maps: Vec<(&'static str, Map)> = Vec::new();
     for &name in PINNED_MAPS {
         let map = ebpf.take_map(name).ok_or(XdpError::Missing { kind: "map", name })?;
@@ -126,24 +133,196 @@ fn load_and_attach(
         pins.record_pin(path);
         maps.push((name, map));
     }
+    steer_fallbacks::pin(pins.path())?;
+    pins.record_pin(pins.pin_path(STEER_FALLBACKS));
+    layout::pin(pins.path(), layout::fingerprint(opts.conntrack_size))?;
+    pins.record_pin(pins.pin_path(layout::LAYOUT));
+    finish(ebpf, if_index, prog_id, links, maps, pins, false)
+}
+
+/// Loads the object over the pinned maps of a previous front (same layout) and replaces the program
+/// of each of its links in place; interfaces it was not attached to get a fresh link, and its links
+/// on interfaces no longer asked for are removed.
+fn adopt_and_attach(
+    opts: &XdpOptions,
+    if_index: u32,
+    pod_ifaces: &[(&str, u32)],
+    mut pins: PinDir,
+) -> Result<Attached, XdpError> {
+    let iface = opts.iface.as_str();
+    let mut ebpf = load_with(opts.conntrack_size, Some(pins.path()))?;
+    for name in PINNED_MAPS.iter().copied().chain([STEER_FALLBACKS, layout::LAYOUT]) {
+        pins.record_pin(pins.pin_path(name));
+    }
+    let program = xdp_program(&mut ebpf)?;
+    let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
+    let mut links = Vec::new();
+    for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
+        let path = pins.pin_path(&links::pin_name(LinkKind::Xdp, name));
+        let adopted = if std::fs::symlink_metadata(&path).is_ok() {
+            match links::adopt_xdp(program, &path) {
+                Ok(held) => Some(held),
+                Err(err) => {
+                    // The interface went away and came back, say: its old link is defunct.
+                    tracing::warn!(iface = name, %err, "the pinned XDP link cannot be updated; attaching anew");
+                    let _ = links::remove_pin(&path);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        match adopted {
+            Some(held) => {
+                pins.record_pin(path);
+                let mode = attached_mode_name(index, prog_id);
+                links.push(FrontLink {
+                    iface: name.to_owned(),
+                    if_index: index,
+                    kind: LinkKind::Xdp,
+                    mode,
+                    held,
+                    adopted: true,
+                });
+            }
+            None => {
+                refuse_if_attached(name, index)?;
+                links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
+            }
+        }
+    }
+    let tc_path = pins.pin_path(&links::pin_name(LinkKind::TcxEgress, iface));
+    let tc_adopted = if std::fs::symlink_metadata(&tc_path).is_ok() {
+        links::adopt_tc(tc_program(&mut ebpf)?, &tc_path)
+            .inspect_err(|err| tracing::warn!(iface, %err, "the pinned tcx link cannot be updated; attaching anew"))
+            .ok()
+    } else {
+        None
+    };
+    match tc_adopted {
+        Some(held) => {
+            pins.record_pin(tc_path);
+            links.push(FrontLink {
+                iface: iface.to_owned(),
+                if_index,
+                kind: LinkKind::TcxEgress,
+                mode: TCX_EGRESS,
+                held,
+                adopted: true,
+            });
+        }
+        None => {
+            let _ = links::remove_pin(&tc_path);
+            links.push(attach_tc(&mut ebpf, iface, if_index, &mut pins)?);
+        }
+    }
+    // Links of the previous front on interfaces this router does not use: removed (detached).
+    let wanted: Vec<String> = links.iter().map(|link| links::pin_name(link.kind, &link.iface)).collect();
+    for name in adopt::link_pins(pins.path()) {
+        if !wanted.contains(&name) {
+            tracing::info!(pin = %name, "removing the previous front's link on an interface no longer asked for");
+            let _ = links::remove_pin(&pins.pin_path(&name));
+        }
+    }
+
+    let mut maps: Vec<(&'static str, Map)> = Vec::new();
+    for &name in PINNED_MAPS {
+        maps.push((name, ebpf.take_map(name).ok_or(XdpError::Missing { kind: "map", name })?));
+    }
+    finish(ebpf, if_index, prog_id, links, maps, pins, true)
+}
+
+fn finish(
+    ebpf: Ebpf,
+    if_index: u32,
+    prog_id: u32,
+    links: Vec<FrontLink>,
+    mut maps: Vec<(&'static str, Map)>,
+    pins: PinDir,
+    adopted: bool,
+) -> Result<Attached, XdpError> {
+    let pin_dir = pins.path().to_path_buf();
     let mut take = |name: &'static str| {
+        if name == STEER_FALLBACKS {
+            return open_pin(&pin_dir, name);
+        }
         let at = maps.iter().position(|(n, _)| *n == name).ok_or(XdpError::Missing { kind: "map", name })?;
         Ok(maps.swap_remove(at).1)
     };
     let stats = StatsMap::new(take(XDP_STATS)?)?;
     let nat = NatMaps::new(&mut take)?;
     let steer = SteerMaps::new(&mut take)?;
-    Ok(Attached { ebpf, link, if_index, prog_id, mode, tc_link, pod_links, stats, nat, steer, pins })
+    Ok(Attached { ebpf, if_index, prog_id, links, stats, nat, steer, pins, adopted })
 }
 
-/// Loads the embedded object with both conntrack maps sized `conntrack_size`, and both programs
-/// into the kernel (the verifier runs here); attaches nothing.
+/// The mode name of the tcx attachment.
+const TCX_EGRESS: &str = "tcx egress";
+
+/// Attaches `xdp_front` to `iface` afresh and pins the link.
+fn attach_xdp(
+    program: &mut Xdp,
+    iface: &str,
+    if_index: u32,
+    mode: XdpMode,
+    pins: &mut PinDir,
+) -> Result<FrontLink, XdpError> {
+    let (id, mode) = attach_in_mode(program, iface, if_index, mode)?;
+    let path = pins.pin_path(&links::pin_name(LinkKind::Xdp, iface));
+    let held = links::pin_xdp(program, id, &path)?;
+    if matches!(held, Held::Pinned(_)) {
+        pins.record_pin(path);
+    }
+    Ok(FrontLink { iface: iface.to_owned(), if_index, kind: LinkKind::Xdp, mode, held, adopted: false })
+}
+
+/// Attaches `nat_reverse` to `iface`'s tc egress afresh and pins the link.
+fn attach_tc(ebpf: &mut Ebpf, iface: &str, if_index: u32, pins: &mut PinDir) -> Result<FrontLink, XdpError> {
+    let program = tc_program(ebpf)?;
+    let id = program.attach(iface, TcAttachType::Egress).map_err(|cause| XdpError::Attach {
+        iface: iface.to_owned(),
+        mode: TCX_EGRESS,
+        cause,
+    })?;
+    let path = pins.pin_path(&links::pin_name(LinkKind::TcxEgress, iface));
+    let held = links::pin_tc(program, id, &path)?;
+    if matches!(held, Held::Pinned(_)) {
+        pins.record_pin(path);
+    }
+    Ok(FrontLink {
+        iface: iface.to_owned(),
+        if_index,
+        kind: LinkKind::TcxEgress,
+        mode: TCX_EGRESS,
+        held,
+        adopted: false,
+    })
+}
+
+/// The mode `prog_id` runs in on `if_index`, as `--xdp-mode` names it (`"?"` when not found).
+fn attached_mode_name(if_index: u32, prog_id: u32) -> &'static str {
+    netlink::xdp_attachments(if_index)
+        .ok()
+        .and_then(|list| list.into_iter().find(|a| a.prog_id == prog_id))
+        .map_or("?", |a| a.mode.name())
+}
+
+/// Loads the embedded object with both conntrack maps sized `conntrack_size` (or, with
+/// `adopt_pins`, over the maps pinned there), and both programs into the kernel (the verifier runs
+/// here); attaches nothing.
 pub(crate) fn load(conntrack_size: u32) -> Result<Ebpf, XdpError> {
-    let mut ebpf = EbpfLoader::new()
-        .map_max_entries(CONNTRACK, conntrack_size)
-        .map_max_entries(CONNTRACK_REV, conntrack_size)
-        .load(OBJECT)
-        .map_err(XdpError::Object)?;
+    load_with(conntrack_size, None)
+}
+
+fn load_with(conntrack_size: u32, adopt_pins: Option<&Path>) -> Result<Ebpf, XdpError> {
+    let mut loader = EbpfLoader::new();
+    loader.map_max_entries(CONNTRACK, conntrack_size).map_max_entries(CONNTRACK_REV, conntrack_size);
+    if let Some(dir) = adopt_pins {
+        // The pinned maps are used as they are (aya opens a pin when one exists at the path).
+        for &name in PINNED_MAPS {
+            loader.map_pin_path(name, dir.join(name));
+        }
+    }
+    let mut ebpf = loader.load(OBJECT).map_err(XdpError::Object)?;
     xdp_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
     tc_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })?;
     Ok(ebpf)
@@ -189,7 +368,7 @@ fn attach_in_mode(
     iface: &str,
     if_index: u32,
     mode: XdpMode,
-) -> Result<(XdpLinkId, &'static str), XdpError> {
+) -> Result<(programs::xdp::XdpLinkId, &'static str), XdpError> {
     let attach = |program: &mut Xdp, mode: AttachMode| {
         program
             .attach_to_if_index(if_index, mode.flags())
@@ -234,18 +413,24 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramEr
     XdpError::Attach { iface: iface.to_owned(), mode, cause }
 }
 
-/// Detaches `link` and waits (bounded) until the kernel no longer lists program `prog_id` on the
-/// interface: closing a `bpf_link` detaches asynchronously, and callers (shutdown, tests, a restart)
-/// should see the interface free when this returns.
-pub(crate) fn detach(ebpf: &mut Ebpf, link: XdpLinkId, if_index: u32, prog_id: u32) -> Result<(), XdpError> {
-    xdp_program(ebpf)?.detach(link).map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
-    wait_detached(if_index, prog_id);
+/// Detaches one attachment of the front: a pinned link loses its pin and its last fd (the kernel
+/// detaches it), a netlink one is detached through its program. For XDP, waits (bounded) until the
+/// kernel no longer lists program `prog_id` on the interface: detaching is asynchronous, and callers
+/// (shutdown, tests, a restart) should see the interface free when this returns.
+pub(crate) fn detach(ebpf: &mut Ebpf, link: FrontLink, prog_id: u32) -> Result<(), XdpError> {
+    let FrontLink { if_index, kind, held, .. } = link;
+    match held {
+        Held::Pinned(pinned) => {
+            let fd = pinned.unpin().map_err(|cause| XdpError::PinDir { path: "(link pin)".into(), cause })?;
+            drop(fd);
+        }
+        Held::Xdp(id) => xdp_program(ebpf)?.detach(id).map_err(|cause| XdpError::Program { name: PROGRAM, cause })?,
+        Held::Tc(id) => tc_program(ebpf)?.detach(id).map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })?,
+    }
+    if kind == LinkKind::Xdp {
+        wait_detached(if_index, prog_id);
+    }
     Ok(())
-}
-
-/// Detaches `nat_reverse` from TC egress (closing its tcx link).
-pub(crate) fn detach_tc(ebpf: &mut Ebpf, link: SchedClassifierLinkId) -> Result<(), XdpError> {
-    tc_program(ebpf)?.detach(link).map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })
 }
 
 fn wait_detached(if_index: u32, prog_id: u32) {
@@ -297,7 +482,8 @@ fn refuse_if_attached(iface: &str, if_index: u32) -> Result<(), XdpError> {
 /// Removes pins left by a router that died without cleaning up; fails if a live program still uses
 /// a pinned map (another router using the same pin dir, possibly on another interface).
 fn clear_stale_pins(iface: &str, pins: &PinDir) -> Result<(), XdpError> {
-    for name in PINNED_MAPS {
+    // The datapath's maps first: a live router's program uses them (the other two have no program).
+    for name in PINNED_MAPS.iter().chain(&[STEER_FALLBACKS, layout::LAYOUT]) {
         let path = pins.pin_path(name);
         if std::fs::symlink_metadata(&path).is_err() {
             continue;

@@ -9,10 +9,19 @@
 //! Pins: `<pin_dir>/<MAP>` for every map in `router_common::maps::PINNED_MAPS` (`XDP_STATS`,
 //! `NODE_ADDRS`, `NODE_PORTS`, `EP_SLOTS`, `CONNTRACK`, `CONNTRACK_REV`, `STEER_PORTS`,
 //! `STEER_SYNS`, `STEER_ANSWERS`, `STEER_FLOWS`, `STEER_EVENTS`), created after both
-//! programs are attached, so their presence means "attached and counting". The links themselves
-//! are not pinned: if the router dies, the kernel detaches both programs with the process. Pins
-//! left by such a router are recognised as stale (no live program uses the map) and removed on
-//! the next attach.
+//! programs are attached, so their presence means "attached and counting"; beside them
+//! `STEER_FALLBACKS` (userspace's fallback counts, [`steer_fallbacks`]) and `LAYOUT` (the layout
+//! fingerprint, [`layout`]). The links are pinned too (`link_xdp_<iface>`, `link_tcx_<iface>`,
+//! [`links`]): a router that dies (SIGKILL, crash) leaves the datapath running, steered flows
+//! included, and the next router on the pin dir adopts links and maps ([`adopt`]): same layout,
+//! the program is replaced in each link atomically; another layout, it says so and starts clean.
+//! Map pins without links (a router from before link pinning) are stale and removed on attach.
+//!
+//! Dropping the front (SIGTERM, after the graceful delay) removes the link pins, which detaches
+//! both programs, and the map pins: steered flows break then (the client's next segment reaches a
+//! node with no socket for it and gets a RST). They are not kept on purpose: a stopped router
+//! leaves nothing behind that no process sweeps (idle entries, Q's ports) or that a later router
+//! with another layout would have to throw away; SIGKILL (and a crash) is what leaves them running.
 //!
 //! The nodePort sync writes only `NODE_ADDRS`, `NODE_PORTS` and `EP_SLOTS`; nothing here clears
 //! the steering maps (`STEER_PORTS` is filled by the passthrough setup that takes them).
@@ -36,11 +45,14 @@
 //! ```
 
 mod addrs;
+mod adopt;
 mod bpffs;
 pub mod conntrack;
 mod counters;
 mod desired;
 mod error;
+mod layout;
+mod links;
 mod loader;
 mod maglev;
 mod maps;
@@ -49,6 +61,8 @@ mod object;
 #[cfg(test)]
 mod packet_tests;
 pub mod status;
+mod steer_fallbacks;
+mod steer_flows;
 #[cfg(test)]
 mod steer_front_tests;
 mod steer_maps;
@@ -58,16 +72,15 @@ pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};
 
-use aya::{
-    programs::{tc::SchedClassifierLinkId, xdp::XdpLinkId},
-    Ebpf,
-};
+use aya::Ebpf;
 
 pub use conntrack::{ConntrackSweep, ConntrackTimeouts};
 pub use counters::XdpCounters;
 pub use desired::Desired;
 pub use error::XdpError;
 pub use maps::MapFill;
+pub use steer_fallbacks::{STEER_FALLBACKS, STEER_FALLBACK_SLOTS};
+pub use steer_flows::SteeredFlowRow;
 pub use steer_maps::SteerMaps;
 pub use sync::{SyncOptions, SyncReport};
 
@@ -117,10 +130,10 @@ pub struct XdpFront {
     if_index: u32,
     prog_id: u32,
     mode: &'static str,
-    link: Option<XdpLinkId>,
-    tc_link: Option<SchedClassifierLinkId>,
-    /// `xdp_front` on the pod-facing interfaces, detached with the rest.
-    pod_links: Vec<loader::PodAttachment>,
+    /// `xdp_front` on the interface, then on the pod-facing ones, then `nat_reverse` on tc egress.
+    links: Vec<links::FrontLink>,
+    /// Whether a previous router's pinned links and maps were adopted.
+    adopted: bool,
     stats: counters::StatsMap,
     nat: Mutex<maps::NatMaps>,
     /// Until the passthrough setup takes them ([`XdpFront::take_steer_maps`]).
@@ -135,27 +148,37 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached { ebpf, link, if_index, prog_id, mode, tc_link, pod_links, stats, nat, steer, pins } =
+        let loader::Attached { ebpf, if_index, prog_id, links, stats, nat, steer, pins, adopted } =
             loader::attach(opts)?;
+        let mode = links.first().map_or("?", |link| link.mode);
         tracing::info!(
             iface = %opts.iface,
             mode,
             prog_id,
             conntrack_size = opts.conntrack_size,
             pin_dir = %pins.path().display(),
+            adopted,
             "XDP front attached (xdp_front on ingress, nat_reverse on tc egress)"
         );
-        for pod in &pod_links {
-            tracing::info!(iface = %pod.iface, mode = pod.mode, prog_id, "xdp_front attached to a pod-facing interface");
+        for link in &links {
+            let pinned = matches!(link.held, links::Held::Pinned(_));
+            tracing::info!(
+                iface = %link.iface,
+                kind = ?link.kind,
+                mode = link.mode,
+                prog_id,
+                pinned,
+                adopted = link.adopted,
+                "XDP front link"
+            );
         }
         Ok(XdpFront {
             iface: opts.iface.clone(),
             if_index,
             prog_id,
             mode,
-            link: Some(link),
-            tc_link: Some(tc_link),
-            pod_links,
+            links,
+            adopted,
             stats,
             nat: Mutex::new(nat),
             steer: Some(steer),
@@ -179,7 +202,16 @@ impl XdpFront {
 
     /// The pod-facing interfaces `xdp_front` is attached to, with the mode each runs in.
     pub fn pod_interfaces(&self) -> Vec<(&str, &'static str)> {
-        self.pod_links.iter().map(|pod| (pod.iface.as_str(), pod.mode)).collect()
+        self.links
+            .iter()
+            .filter(|link| link.kind == links::LinkKind::Xdp && link.iface != self.iface)
+            .map(|link| (link.iface.as_str(), link.mode))
+            .collect()
+    }
+
+    /// Whether this front adopted the pinned links and maps of a router that died.
+    pub fn adopted(&self) -> bool {
+        self.adopted
     }
 
     /// The counters since attach, summed over CPUs.
@@ -223,19 +255,10 @@ impl XdpFront {
 
 impl Drop for XdpFront {
     fn drop(&mut self) {
-        if let Some(link) = self.link.take() {
-            if let Err(err) = loader::detach(&mut self.ebpf, link, self.if_index, self.prog_id) {
-                tracing::warn!(iface = %self.iface, %err, "detaching the XDP front");
-            }
-        }
-        for pod in std::mem::take(&mut self.pod_links) {
-            if let Err(err) = loader::detach(&mut self.ebpf, pod.link, pod.if_index, self.prog_id) {
-                tracing::warn!(iface = %pod.iface, %err, "detaching the XDP front from a pod-facing interface");
-            }
-        }
-        if let Some(link) = self.tc_link.take() {
-            if let Err(err) = loader::detach_tc(&mut self.ebpf, link) {
-                tracing::warn!(iface = %self.iface, %err, "detaching nat_reverse from tc egress");
+        for link in std::mem::take(&mut self.links) {
+            let (iface, kind) = (link.iface.clone(), link.kind);
+            if let Err(err) = loader::detach(&mut self.ebpf, link, self.prog_id) {
+                tracing::warn!(%iface, ?kind, %err, "detaching the XDP front");
             }
         }
         tracing::info!(iface = %self.iface, mode = self.mode, "XDP front detached; unpinning");

@@ -1,6 +1,8 @@
 //! `router xdp status`: what an operator asks of a running XDP front, read from its pins alone
-//! (no connection to the router process): where and in which mode the programs are attached, the
-//! counters summed over CPUs, and how full each map is.
+//! (no connection to the router process, so it works as well after the router was SIGKILLed and
+//! its pinned links keep the datapath running): where and in which mode the programs are attached,
+//! the counters summed over CPUs, how full each map is, the steered flows (`STEER_FLOWS`) and the
+//! connections left on the userspace relay by reason (`STEER_FALLBACKS`).
 //!
 //! The attachment is found from the pins: the programs that use the pinned `XDP_STATS` map are the
 //! router's, and the interfaces of this network namespace are asked over rtnetlink which of them
@@ -18,7 +20,10 @@ use aya::programs::{self, SchedClassifier, TcAttachType};
 use clap::Parser;
 use router_common::maps::XDP_STATS;
 
-use super::{counters::StatsMap, maps::NatMaps, netlink, MapFill, SteerMaps, XdpCounters, XdpError};
+use super::{
+    counters::StatsMap, maps::NatMaps, netlink, steer_fallbacks, steer_flows, MapFill, SteerMaps, SteeredFlowRow,
+    XdpCounters, XdpError,
+};
 
 /// `router xdp ...`.
 #[derive(Parser, Debug)]
@@ -30,7 +35,7 @@ pub struct XdpCli {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum XdpCommand {
-    /// Attach mode, summed counters and map fill levels.
+    /// Attach mode, summed counters, map fill levels, steered flows and steering fallbacks.
     Status {
         /// The router's bpffs pin directory.
         #[arg(long, env = "ROUTER_BPF_PIN_DIR", default_value = "/sys/fs/bpf/router")]
@@ -60,6 +65,10 @@ pub struct XdpStatus {
     pub attachments: Vec<Attachment>,
     pub counters: XdpCounters,
     pub maps: Vec<MapFill>,
+    /// The steered flows (and any still connecting).
+    pub flows: Vec<SteeredFlowRow>,
+    /// Connections left on the userspace relay, `(reason, count)` for every reason.
+    pub fallbacks: Vec<(&'static str, u64)>,
 }
 
 impl XdpStatus {
@@ -74,8 +83,22 @@ impl XdpStatus {
             max_entries: router_common::stats::STATS_LEN,
         }];
         maps.extend(nat.fill()?);
-        maps.extend(SteerMaps::open_pinned(pin_dir)?.fill()?);
-        Ok(XdpStatus { pin_dir: pin_dir.to_path_buf(), attachments: attachments(pin_dir), counters, maps })
+        let steer = SteerMaps::open_pinned(pin_dir)?;
+        maps.extend(steer.fill()?);
+        let flows = steer_flows::rows(&steer.flows, super::conntrack::monotonic_ns());
+        let counts = steer_fallbacks::read(&steer.fallbacks)?;
+        let fallbacks = crate::relay::steer::Fallback::ALL
+            .iter()
+            .map(|reason| (reason.label(), counts.get(reason.slot() as usize).copied().unwrap_or(0)))
+            .collect();
+        Ok(XdpStatus {
+            pin_dir: pin_dir.to_path_buf(),
+            attachments: attachments(pin_dir),
+            counters,
+            maps,
+            flows,
+            fallbacks,
+        })
     }
 
     pub fn to_json(&self) -> serde_json::Value {
@@ -89,6 +112,8 @@ impl XdpStatus {
             "attachments": self.attachments,
             "counters": counters,
             "maps": self.maps,
+            "steered_flows": {"count": self.flows.len(), "flows": self.flows},
+            "steer_fallbacks": self.fallbacks.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
         })
     }
 
@@ -110,6 +135,28 @@ impl XdpStatus {
         out += "maps (entries / max_entries):\n";
         for fill in &self.maps {
             out += &format!("  {:<15} {:>9} / {}\n", fill.name, fill.entries, fill.max_entries);
+        }
+        out += &format!("steered flows: {}\n", self.flows.len());
+        for flow in &self.flows {
+            out += &format!(
+                "  {} -> {} via {} (node leg {}): {}, to pod {} packets {} bytes, to client {} packets {} bytes, idle {} s{}{}\n",
+                flow.client,
+                flow.pod,
+                flow.via,
+                flow.node_leg,
+                flow.state,
+                flow.to_pod_packets,
+                flow.to_pod_bytes,
+                flow.to_client_packets,
+                flow.to_client_bytes,
+                flow.idle_seconds,
+                if flow.fin { ", FIN" } else { "" },
+                if flow.rst { ", RST" } else { "" },
+            );
+        }
+        out += "steering fallbacks (connections left on the userspace relay):\n";
+        for (reason, count) in &self.fallbacks {
+            out += &format!("  {reason:<18} {count:>14}\n");
         }
         out
     }
@@ -210,6 +257,40 @@ mod tests {
         let XdpCommand::Status { bpf_pin_dir, json } = cli.command;
         assert_eq!(bpf_pin_dir, PathBuf::from("/sys/fs/bpf/x"));
         assert!(json);
+    }
+
+    #[test]
+    fn text_lists_steered_flows_and_fallbacks() {
+        let status = XdpStatus {
+            pin_dir: PathBuf::from("/sys/fs/bpf/x"),
+            attachments: Vec::new(),
+            counters: XdpCounters::default(),
+            maps: Vec::new(),
+            flows: vec![SteeredFlowRow {
+                client: "10.0.0.1:40000".parse().expect("addr"),
+                via: "10.0.0.2:443".parse().expect("addr"),
+                pod: "10.1.0.2:8443".parse().expect("addr"),
+                node_leg: "10.1.0.1:61000".parse().expect("addr"),
+                state: "steered",
+                to_pod_packets: 3,
+                to_pod_bytes: 300,
+                to_client_packets: 7,
+                to_client_bytes: 7000,
+                idle_seconds: 2,
+                fin: false,
+                rst: false,
+            }],
+            fallbacks: vec![("no_syn", 4), ("map_full", 1)],
+        };
+        let text = status.to_text();
+        assert!(text.contains("steered flows: 1\n"), "{text}");
+        assert!(text.contains("10.0.0.1:40000 -> 10.1.0.2:8443 via 10.0.0.2:443"), "{text}");
+        assert!(text.contains("to client 7 packets 7000 bytes"), "{text}");
+        assert!(text.lines().any(|line| line.split_whitespace().eq(["no_syn", "4"])), "{text}");
+        let json = status.to_json();
+        assert_eq!(json["steered_flows"]["count"], 1);
+        assert_eq!(json["steered_flows"]["flows"][0]["to_pod_bytes"], 300);
+        assert_eq!(json["steer_fallbacks"]["map_full"], 1);
     }
 
     #[test]

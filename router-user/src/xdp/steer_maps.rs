@@ -1,11 +1,11 @@
 //! Typed handles on the steering maps (`STEER_PORTS`, `STEER_SYNS`, `STEER_ANSWERS`, `STEER_FLOWS`,
-//! `STEER_EVENTS`), handed to the passthrough setup in userspace once
+//! `STEER_EVENTS`, and userspace's own `STEER_FALLBACKS`), handed to the passthrough setup in userspace once
 //! ([`super::XdpFront::take_steer_maps`]). Layouts and who writes what:
 //! `router_common::steer::setup` and `router_common::steer::flow`.
 
 use std::path::Path;
 
-use aya::maps::{HashMap, Map, MapData, RingBuf};
+use aya::maps::{Array, HashMap, Map, MapData, RingBuf};
 use router_common::{
     nat::FlowKey,
     steer::{
@@ -16,6 +16,7 @@ use router_common::{
 
 use super::{
     maps::{fill, open_pin},
+    steer_fallbacks::{STEER_FALLBACKS, STEER_FALLBACK_SLOTS},
     MapFill, XdpError,
 };
 
@@ -31,6 +32,8 @@ pub struct SteerMaps {
     pub flows: HashMap<MapData, FlowKey, SteerFlow>,
     /// Keys of the answers just recorded.
     pub events: RingBuf<MapData>,
+    /// Connections left on the userspace relay, per reason (`super::steer_fallbacks`).
+    pub fallbacks: Array<MapData, u64>,
 }
 
 impl SteerMaps {
@@ -43,6 +46,13 @@ impl SteerMaps {
             answers: typed(STEER_ANSWERS, take(STEER_ANSWERS)?)?,
             flows: typed(STEER_FLOWS, take(STEER_FLOWS)?)?,
             events: RingBuf::try_from(events).map_err(|cause| XdpError::Map { name: STEER_EVENTS, cause })?,
+            fallbacks: match take(STEER_FALLBACKS) {
+                Ok(map) => Array::try_from(map).map_err(|cause| XdpError::Map { name: STEER_FALLBACKS, cause })?,
+                // Not pinned (the object loaded alone, or pins from a router before the array):
+                // counts go to a private array.
+                Err(_) => Array::create(STEER_FALLBACK_SLOTS, 0)
+                    .map_err(|cause| XdpError::Map { name: STEER_FALLBACKS, cause })?,
+            },
         })
     }
 

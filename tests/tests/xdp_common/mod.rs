@@ -13,6 +13,8 @@ use std::{
 
 use router_tests::netns::NetNs;
 
+pub mod steer_topology;
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -79,12 +81,17 @@ impl Process {
 
     /// Waits up to 30 s for the exit.
     pub fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        self.wait_exit_within(Duration::from_secs(30))
+    }
+
+    /// Waits up to `limit` for the exit.
+    pub fn wait_exit_within(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().expect("poll child") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "{} did not exit within 30 s:\n{}", self.what, self.log());
+            assert!(Instant::now() < deadline, "{} did not exit within {limit:?}:\n{}", self.what, self.log());
             thread::sleep(Duration::from_millis(50));
         }
     }

@@ -2,19 +2,21 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use aya::maps::{HashMap, MapData, MapError};
+use aya::maps::{Array, HashMap, MapData, MapError};
 use router_common::nat::FlowKey;
 use router_common::steer::setup::{SteerAnswer, SteerPortKey, SteerSyn, STEER_ANSWERS, STEER_PORTS, STEER_SYNS};
 use router_common::steer::{SteerFlow, STEER_FLOWS};
 
 use super::datapath::{DatapathError, SteerDatapath};
 
-/// The four hash maps of the steering datapath (the ring buffer goes to the event reader).
+/// The four hash maps of the steering datapath (the ring buffer goes to the event reader), and the
+/// pinned fallback counts.
 pub struct AyaMaps {
     pub ports: Mutex<HashMap<MapData, SteerPortKey, u8>>,
     pub syns: Mutex<HashMap<MapData, FlowKey, SteerSyn>>,
     pub answers: Mutex<HashMap<MapData, FlowKey, SteerAnswer>>,
     pub flows: Mutex<HashMap<MapData, FlowKey, SteerFlow>>,
+    pub fallbacks: Mutex<Array<MapData, u64>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,5 +81,19 @@ impl SteerDatapath for AyaMaps {
     }
     fn remove_flow(&self, key: &FlowKey) -> Result<(), DatapathError> {
         remove(&self.flows, STEER_FLOWS, key)
+    }
+    fn all_flows(&self) -> Result<Vec<(FlowKey, SteerFlow)>, DatapathError> {
+        let flows = lock(&self.flows);
+        let keys: Vec<FlowKey> = flows.keys().filter_map(Result::ok).collect();
+        // An entry removed between the walk and the read is skipped.
+        Ok(keys.into_iter().filter_map(|key| flows.get(&key, 0).ok().map(|flow| (key, flow))).collect())
+    }
+    fn count_fallback(&self, slot: u32) {
+        // Only this process writes the array, under the lock: read, add, write back.
+        let mut fallbacks = lock(&self.fallbacks);
+        let count = fallbacks.get(&slot, 0).unwrap_or(0);
+        if let Err(err) = fallbacks.set(slot, count.wrapping_add(1), 0) {
+            tracing::debug!(slot, %err, "counting a steering fallback in STEER_FALLBACKS");
+        }
     }
 }

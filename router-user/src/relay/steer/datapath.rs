@@ -28,6 +28,11 @@ pub trait SteerDatapath: Send + Sync {
     /// Writes (creates or replaces) the entry of `key`.
     fn write_flow(&self, key: &FlowKey, flow: &SteerFlow) -> Result<(), DatapathError>;
     fn remove_flow(&self, key: &FlowKey) -> Result<(), DatapathError>;
+    /// Every `STEER_FLOWS` entry (for adopting the flows a previous router left).
+    fn all_flows(&self) -> Result<Vec<(FlowKey, SteerFlow)>, DatapathError>;
+    /// Counts one connection left on the userspace relay in the pinned per-reason array (slot
+    /// `Fallback::slot`); a datapath without one counts nothing.
+    fn count_fallback(&self, _slot: u32) {}
 }
 
 /// An in-memory datapath for the setup's unit tests: maps as hash maps with a flow-map capacity.
@@ -96,6 +101,9 @@ pub mod fake {
         fn remove_flow(&self, key: &FlowKey) -> Result<(), DatapathError> {
             self.lock().flows.remove(key);
             Ok(())
+        }
+        fn all_flows(&self) -> Result<Vec<(FlowKey, SteerFlow)>, DatapathError> {
+            Ok(self.lock().flows.iter().map(|(key, flow)| (*key, *flow)).collect())
         }
     }
 }

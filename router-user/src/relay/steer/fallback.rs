@@ -36,6 +36,30 @@ pub enum Fallback {
 }
 
 impl Fallback {
+    /// Every reason, in the order of their slots in the pinned `STEER_FALLBACKS` array (append only:
+    /// a slot keeps its meaning across router versions that adopt each other's pins).
+    pub const ALL: [Fallback; 14] = [
+        Fallback::NoSyn,
+        Fallback::ProxyProtocol,
+        Fallback::Ipv6,
+        Fallback::NoPort,
+        Fallback::MapFull,
+        Fallback::MapError,
+        Fallback::RawSocket,
+        Fallback::Repair,
+        Fallback::LeftoverBytes,
+        Fallback::NoAnswer,
+        Fallback::PodRst,
+        Fallback::BadAnswer,
+        Fallback::NotAcked,
+        Fallback::ReplayUnacked,
+    ];
+
+    /// The reason's slot in `STEER_FALLBACKS`.
+    pub fn slot(self) -> u32 {
+        Fallback::ALL.iter().position(|reason| *reason == self).unwrap_or(0) as u32
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Fallback::NoSyn => "no_syn",
@@ -58,5 +82,19 @@ impl Fallback {
     /// Whether the connection is lost instead of carried by the userspace relay.
     pub fn is_fatal(self) -> bool {
         self == Fallback::ReplayUnacked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_slot_within_the_pinned_array() {
+        let mut slots: Vec<u32> = Fallback::ALL.iter().map(|reason| reason.slot()).collect();
+        slots.dedup();
+        assert_eq!(slots.len(), Fallback::ALL.len());
+        assert!(Fallback::ALL.len() as u32 <= crate::xdp::STEER_FALLBACK_SLOTS);
+        assert_eq!(Fallback::ReplayUnacked.slot(), 13);
     }
 }

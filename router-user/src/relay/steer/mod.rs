@@ -8,9 +8,11 @@
 //! - [`segment`]: leg B's raw segments; [`entries`]: keys and entries; [`ports`]: Q's ports;
 //!   [`reserved_ports`]: the sysctl that keeps the kernel off them.
 //! - [`setup`]: the offload of one connection; [`sweep`]: removing ended and idle flows;
+//!   [`adopt`]: taking over the flows a router that died left in the pinned maps;
 //!   [`fallback`]: the reasons a connection stays on the userspace relay.
 //! - [`leg`]: the router's socket R as the setup uses it; [`sys`]: the raw system calls.
 
+mod adopt;
 mod aya_maps;
 pub mod datapath;
 mod entries;
@@ -157,28 +159,34 @@ impl Steering {
     }
 
     /// Starts steering over the XDP front's maps: reserves Q's ports in the kernel, records the TLS
-    /// port, and spawns the `STEER_EVENTS` reader and the sweep (on the current runtime).
+    /// port, adopts the steered flows a previous router left in the maps (watched with
+    /// `adopted_idle_limit`, their routes' tunnel timeouts being unknown here: the default tunnel
+    /// timeout), and spawns the `STEER_EVENTS` reader and the sweep (on the current runtime).
     pub fn start(
         maps: SteerMaps,
         config: &SteerConfig,
         metrics: Arc<Metrics>,
+        adopted_idle_limit: Duration,
     ) -> Result<Arc<Steering>, SteerStartError> {
         let sender = sys::RawSocket::open().map_err(SteerStartError::RawSocket)?;
         let reserved =
             reserved_ports::reserve(std::path::Path::new(reserved_ports::RESERVED_PORTS), config.ports.clone())
                 .map_err(SteerStartError::ReservedPorts)?;
-        let SteerMaps { ports, syns, answers, flows, events } = maps;
+        let SteerMaps { ports, syns, answers, flows, events, fallbacks } = maps;
         let datapath = aya_maps::AyaMaps {
             ports: Mutex::new(ports),
             syns: Mutex::new(syns),
             answers: Mutex::new(answers),
             flows: Mutex::new(flows),
+            fallbacks: Mutex::new(fallbacks),
         };
         datapath
             .add_port(SteerPortKey { port: config.https_port, family: FAMILY_IPV4, _pad: 0 })
             .map_err(SteerStartError::Ports)?;
         let steering =
             Arc::new(Steering::new(Arc::new(datapath), Arc::new(sender), config, metrics, SetupTiming::default()));
+        // Before anything takes a port: the adopted flows hold theirs.
+        steering.adopt(adopted_idle_limit);
         tokio::spawn(waiters::read_events(events, steering.waiters.clone()));
         tokio::spawn(sweep::run(Arc::downgrade(&steering), SWEEP_EVERY));
         info!(ports = ?config.ports, reserved_ports = %reserved, "passthrough steering on");
@@ -207,6 +215,7 @@ impl Steering {
             }
             Err(reason) => {
                 self.metrics.xdp_steer_fallbacks.get_or_create(&SteerFallbackLabels { reason: reason.label() }).inc();
+                self.datapath.count_fallback(reason.slot());
                 debug!(%client, %pod, reason = reason.label(), "passthrough connection not steered");
                 if reason.is_fatal() {
                     warn!(%client, %pod, "the pod never acknowledged the replayed ClientHello; the connection is lost");

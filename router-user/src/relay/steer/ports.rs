@@ -33,6 +33,12 @@ impl PortPool {
         None
     }
 
+    /// Marks `port` in use (a flow adopted from a previous router holds it); `false` when it lies
+    /// outside the range (then it is never handed out anyway) or is in use already.
+    pub fn claim(&mut self, port: u16) -> bool {
+        self.range.contains(&port) && self.in_use.insert(port)
+    }
+
     /// Returns `port` to the pool (a port not taken is ignored).
     pub fn free(&mut self, port: u16) {
         self.in_use.remove(&port);
@@ -57,6 +63,17 @@ mod tests {
         pool.free(61_001);
         assert_eq!(pool.take(), Some(61_001), "the freed port is the only one");
         assert_eq!(pool.in_use(), 3);
+    }
+
+    #[test]
+    fn claimed_ports_are_not_handed_out() {
+        let mut pool = PortPool::new(61_000..=61_002);
+        assert!(pool.claim(61_000));
+        assert!(!pool.claim(61_000), "claimed twice");
+        assert!(!pool.claim(62_000), "outside the range");
+        assert_eq!(pool.take(), Some(61_001));
+        assert_eq!(pool.take(), Some(61_002));
+        assert_eq!(pool.take(), None);
     }
 
     #[test]
