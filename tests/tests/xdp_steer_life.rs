@@ -349,6 +349,12 @@ fn idle_steered_flows_age_out_at_the_tunnel_timeout() {
     let quiet = Instant::now();
     // `last_seen_ns` moves at most once a second, so the entry may look a second older than it is.
     life.assert_removed_between(quiet, TUNNEL_TIMEOUT - 2 * SWEEP_EVERY, TUNNEL_TIMEOUT + 4 * SWEEP_EVERY, "idle flow");
+    // The sweep ends leg B with a RST, as the userspace relay's tunnel timeout closes the pod's side.
+    expect_reset(&mut pod, "the pod after the age-out");
+    // R was retired when the flow was steered: with the entries gone, the node's kernel answers the
+    // client's next segment with a RST, so the client learns the flow ended.
+    client.write_all(b"late").expect("write after the age-out");
+    expect_reset(&mut client, "the client after the age-out");
     drop((client, pod));
     life.assert_all_steered();
     life.stop();
