@@ -1,22 +1,8 @@
 //! Passthrough steering through the XDP datapath, end to end (root only): a passthrough route's
 //! connection runs between the client and a pod without the router relaying a byte.
 //!
-//! Topology, all inside namespaces this test creates (`rtst-<pid>-<n>`):
-//!
-//! ```text
-//! client ns  veth-c  10.211.0.1/24
-//!    |
-//! node ns    veth-n  10.211.0.2/24   <- router :443/:80/:1936, xdp_front (--xdp-iface, skb mode)
-//!            veth-pa 10.211.1.1/24   <- xdp_front too (--xdp-pod-interfaces)
-//!            veth-pb 10.211.2.1/24   <- xdp_front too
-//!    |                   |
-//! pod-a ns   veth-a 10.211.1.2/24    openssl s_server -WWW :8443 (certificate issued by pod-a-ca), test-backend :8080
-//! pod-b ns   veth-b 10.211.2.2/24    openssl s_server -WWW :8443 (certificate issued by pod-b-ca)
-//! ```
-//!
-//! Routes: `steer.example.com` passthrough to both pods' :8443; `edge.example.com` edge-terminated by
-//! the router (its default certificate) to pod-a's test-backend. Needs the steering datapath
-//! (`--xdp-pod-interfaces`, STEER_* maps): without it in the router binary the test says so and stops.
+//! Topology and routes: `xdp_common::steer_topology` (client, node with the router and xdp_front in
+//! skb mode, two TLS pods). Needs the steering datapath (`--xdp-pod-interfaces`, STEER_* maps).
 
 mod xdp_common;
 
@@ -34,10 +20,11 @@ fn steer_case(mode: &str, n: u32) {
         return;
     }
     require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash"]);
-    let topo = Topology::new();
-    topo.write_manifests();
+    let content = download_content();
+    let mut topo = Topology::new(PREFIX, &[(DOWNLOAD, &content)]);
+    topo.write_manifests("", 0);
     let pin_dir = PinDir::new(PREFIX, n);
-    let mut router = topo.start_router(mode, &pin_dir.0);
+    let mut router = topo.start_router(mode, &pin_dir.0, &[]);
     let before = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&before, "router_xdp_steered_connections_total"), 0);
 
@@ -69,7 +56,7 @@ fn steer_case(mode: &str, n: u32) {
     let (code, status, body, verbose) = topo.curl(STEER_HOST, &format!("/{DOWNLOAD}"), &[]);
     assert_eq!((code, status), (0, 200), "download: {verbose}\n{}", router.log());
     assert_eq!(body.len(), DOWNLOAD_BYTES, "download length");
-    assert_eq!(sha256(&body, topo.work.path()), sha256(&download_content(), topo.work.path()), "download sha256");
+    assert_eq!(sha256(&body, topo.work.path()), sha256(&content, topo.work.path()), "download sha256");
     let after = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&after, "router_xdp_steered_connections_total"), 2, "{after}");
     assert_eq!(metric(&after, "router_passthrough_bytes_total"), 0, "{after}");

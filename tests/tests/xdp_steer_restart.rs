@@ -83,8 +83,8 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
         return;
     }
     require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash"]);
-    let topo = Topology::new();
-    topo.write_manifests();
+    let mut topo = Topology::new(PREFIX, &[(DOWNLOAD, &download_content())]);
+    topo.write_manifests("", 0);
     let pin_dir = PinDir::new(PREFIX, 10);
     let router_bin = router_binary();
     let mut first = topo.start_router_logged("skb", &pin_dir.0, "first");
@@ -185,7 +185,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     third.child.kill().expect("SIGKILL the third router");
     let _ = third.child.wait();
     assert!(!link_pins(&pin_dir.0).is_empty(), "the killed router left its links");
-    let mut fourth = topo.start_router_with("skb", &pin_dir.0, "fourth", &["--xdp-conntrack-size", "4096"]);
+    let mut fourth = topo.start_router_with("skb", &pin_dir.0, "fourth", &["--xdp-conntrack-size", "4096"], &[]);
     let log = without_ansi(&fourth.log());
     assert!(log.contains("not adopting the pinned XDP front"), "the router says why it starts clean:\n{log}");
     assert!(log.contains("adopted=false"), "a clean start:\n{log}");

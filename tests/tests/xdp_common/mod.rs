@@ -3,6 +3,10 @@
 //! with `bpftool` through their BTF.
 #![allow(dead_code)]
 
+pub mod flow_map_fill;
+pub mod in_netns;
+pub mod steer_topology;
+
 use std::{
     fs,
     path::{Path, PathBuf},

@@ -1,6 +1,6 @@
-//! The steering test topology, shared by `xdp_steer.rs` and `xdp_steer_restart.rs` (root only):
-//! a client, a node running the router with `xdp_front` on its three interfaces, and two pods
-//! serving TLS with their own certificates.
+//! The network-namespace topology of the passthrough steering tests (`xdp_steer*.rs`, root only): a client, a
+//! node running the router with `xdp_front` on its client-facing and pod-facing interfaces, and two
+//! pods serving TLS with their own certificates.
 //!
 //! ```text
 //! client ns  veth-c  10.211.0.1/24
@@ -13,11 +13,13 @@
 //! pod-b ns   veth-b 10.211.2.2/24    openssl s_server -WWW :8443 (certificate issued by pod-b-ca)
 //! ```
 //!
-//! Routes: `steer.example.com` passthrough to both pods' :8443; `edge.example.com` edge-terminated by
-//! the router (its default certificate) to pod-a's test-backend.
+//! Routes (`write_manifests`): `steer.example.com` passthrough to both pods' :8443;
+//! `edge.example.com` edge-terminated by the router (its default certificate) to pod-a's
+//! test-backend; plus whatever YAML a test adds.
 
 use std::{
     fs,
+    net::SocketAddr,
     path::Path,
     process::Command,
     thread,
@@ -30,6 +32,7 @@ use router_tests::pki::TestCa;
 
 use super::{remove_stale_pin_dirs, router_binary, workspace_binary, Process};
 
+/// The namespace prefix of tests that take the default one.
 pub const PREFIX: &str = "rtst";
 pub const CLIENT4: &str = "10.211.0.1";
 pub const NODE4: &str = "10.211.0.2";
@@ -39,26 +42,32 @@ pub const NODE_IF: &str = "veth-n";
 pub const POD_IFS: &str = "veth-pa,veth-pb";
 pub const STEER_HOST: &str = "steer.example.com";
 pub const EDGE_HOST: &str = "edge.example.com";
+/// The file the download tests fetch from both pods, and its size.
 pub const DOWNLOAD: &str = "big.bin";
 pub const DOWNLOAD_BYTES: usize = 32 << 20;
+/// Routes `write_manifests` always writes (the metric `router_routes_loaded` counts them).
+const BASE_ROUTES: usize = 2;
 
 /// The namespaces, the pods' servers and the work dir of one test.
 pub struct Topology {
     pub client: NetNs,
     pub node: NetNs,
-    _pods: Vec<NetNs>,
+    pub pods: Vec<NetNs>,
     _servers: Vec<Process>,
     pub work: tempfile::TempDir,
+    routes: usize,
 }
 
 impl Topology {
-    pub fn new() -> Topology {
-        NetNs::remove_stale(PREFIX);
-        remove_stale_pin_dirs(PREFIX);
-        let client = NetNs::new(PREFIX);
-        let node = NetNs::new(PREFIX);
-        let pod_a = NetNs::new(PREFIX);
-        let pod_b = NetNs::new(PREFIX);
+    /// Creates the namespaces under `prefix` and starts the pods' servers; `files` are written into
+    /// both pods' served directories (name, content).
+    pub fn new(prefix: &str, files: &[(&str, &[u8])]) -> Topology {
+        NetNs::remove_stale(prefix);
+        remove_stale_pin_dirs(prefix);
+        let client = NetNs::new(prefix);
+        let node = NetNs::new(prefix);
+        let pod_a = NetNs::new(prefix);
+        let pod_b = NetNs::new(prefix);
         veth_pair(
             VethEnd { ns: &client, name: "veth-c", cidr: &format!("{CLIENT4}/24") },
             VethEnd { ns: &node, name: NODE_IF, cidr: &format!("{NODE4}/24") },
@@ -87,7 +96,6 @@ impl Topology {
 
         let work = tempfile::tempdir().expect("temp dir");
         fs::create_dir(work.path().join("manifests")).expect("manifests dir");
-        let content = download_content();
         let mut servers = Vec::new();
         let mut cas = String::new();
         for (name, ns, addr) in [("pod-a", &pod_a, POD_A), ("pod-b", &pod_b, POD_B)] {
@@ -100,7 +108,9 @@ impl Topology {
             fs::write(dir.join("cert.pem"), leaf.chain_pem()).expect("write cert");
             fs::write(dir.join("key.pem"), &leaf.key_pem).expect("write key");
             fs::write(dir.join("whoami"), name).expect("write whoami");
-            fs::write(dir.join(DOWNLOAD), &content).expect("write download");
+            for (file, content) in files {
+                fs::write(dir.join(file), content).expect("write served file");
+            }
             servers.push(s_server(ns, &dir, addr));
         }
         fs::write(work.path().join("ca.pem"), cas).expect("write CAs");
@@ -121,13 +131,14 @@ impl Topology {
             };
             eventually(&format!("s_server on {addr}:8443"), Duration::from_secs(10), probe);
         }
-        Topology { client, node, _pods: vec![pod_a, pod_b], _servers: servers, work }
+        Topology { client, node, pods: vec![pod_a, pod_b], _servers: servers, work, routes: BASE_ROUTES }
     }
 
-    pub fn write_manifests(&self) {
-        let pods: Vec<std::net::SocketAddr> =
+    /// Writes the base routes and `extra` (YAML documents holding `extra_routes` routes).
+    pub fn write_manifests(&mut self, extra: &str, extra_routes: usize) {
+        let pods: Vec<SocketAddr> =
             [POD_A, POD_B].iter().map(|ip| format!("{ip}:8443").parse().expect("addr")).collect();
-        let web: Vec<std::net::SocketAddr> = vec![format!("{POD_A}:8080").parse().expect("addr")];
+        let web: Vec<SocketAddr> = vec![format!("{POD_A}:8080").parse().expect("addr")];
         let mut yaml = service("demo", "tls-pods", &pods);
         yaml += &service("demo", "web", &web);
         let steer =
@@ -135,22 +146,34 @@ impl Topology {
         let edge = RouteSpec { tls: Some(RouteTls::edge()), ..RouteSpec::new("demo", "edge", EDGE_HOST, "web") };
         yaml += &steer.yaml();
         yaml += &edge.yaml();
+        yaml += extra;
+        self.routes = BASE_ROUTES + extra_routes;
         let dir = self.work.path().join("manifests");
         fs::write(dir.join(".all.yaml.tmp"), yaml).expect("write manifests");
         fs::rename(dir.join(".all.yaml.tmp"), dir.join("all.yaml")).expect("move manifests into place");
     }
 
-    pub fn start_router(&self, mode: &str, pin_dir: &Path) -> Process {
-        self.start_router_logged(mode, pin_dir, mode)
+    /// Starts the router in the node namespace with steering on, XDP in `mode`, its maps pinned
+    /// under `pin_dir`, and `envs` added; returns once every route is loaded.
+    pub fn start_router(&self, mode: &str, pin_dir: &Path, envs: &[(&str, &str)]) -> Process {
+        self.start_router_with(mode, pin_dir, mode, &[], envs)
     }
 
     /// The router in `mode` on `pin_dir`, logging to `router-<label>.log`, waited for until ready.
     pub fn start_router_logged(&self, mode: &str, pin_dir: &Path, label: &str) -> Process {
-        self.start_router_with(mode, pin_dir, label, &[])
+        self.start_router_with(mode, pin_dir, label, &[], &[])
     }
 
-    /// As [`Topology::start_router_logged`], with `extra` arguments after the usual ones.
-    pub fn start_router_with(&self, mode: &str, pin_dir: &Path, label: &str, extra: &[&str]) -> Process {
+    /// As [`Topology::start_router`], logging to `router-<label>.log`, with `extra` arguments after the usual
+    /// ones.
+    pub fn start_router_with(
+        &self,
+        mode: &str,
+        pin_dir: &Path,
+        label: &str,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Process {
         let mut args: Vec<String> = [
             "--manifests",
             &self.work.path().join("manifests").display().to_string(),
@@ -176,11 +199,12 @@ impl Topology {
         .to_vec();
         args.extend(extra.iter().map(|arg| (*arg).to_owned()));
         let log = self.work.path().join(format!("router-{label}.log"));
-        let envs = [("RUST_LOG", "info,router::relay::steer=debug")];
-        let mut router = Process::spawn(&self.node, &router_binary(), &args, &envs, &log);
+        let mut all_envs = vec![("RUST_LOG", "info,router::relay::steer=debug")];
+        all_envs.extend_from_slice(envs);
+        let mut router = Process::spawn(&self.node, &router_binary(), &args, &all_envs, &log);
         let node = &self.node;
-        router
-            .wait_for("the router ready", || metrics(node).is_some_and(|text| text.contains("router_routes_loaded 2")));
+        let loaded = format!("router_routes_loaded {}", self.routes);
+        router.wait_for("the router ready", || metrics(node).is_some_and(|text| text.contains(&loaded)));
         router
     }
 
@@ -203,6 +227,11 @@ impl Topology {
         body.truncate(split);
         (out.status.code().unwrap_or(-1), status, body, String::from_utf8_lossy(&out.stderr).into_owned())
     }
+
+    /// The router's /metrics (panics when it does not answer).
+    pub fn metrics(&self) -> String {
+        metrics(&self.node).expect("the router's /metrics")
+    }
 }
 
 pub fn ethtool_tx_off(ns: &NetNs, dev: &str) {
@@ -221,7 +250,7 @@ pub fn s_server(ns: &NetNs, dir: &Path, addr: &str) -> Process {
     Process::spawn(ns, Path::new("/bin/bash"), &["-c".to_owned(), script], &[], &log)
 }
 
-/// 32 MiB that a byte shifted anywhere would change.
+/// [`DOWNLOAD_BYTES`] that a byte shifted anywhere would change.
 pub fn download_content() -> Vec<u8> {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..DOWNLOAD_BYTES)
@@ -234,10 +263,17 @@ pub fn download_content() -> Vec<u8> {
         .collect()
 }
 
+/// The sha256 of `bytes`, by `sha256sum`.
 pub fn sha256(bytes: &[u8], work: &Path) -> String {
     let path = work.join("sha.in");
     fs::write(&path, bytes).expect("write for sha256sum");
-    let out = Command::new("sha256sum").arg(&path).output().expect("run sha256sum");
+    sha256_file(&path)
+}
+
+/// The sha256 of the file at `path`, by `sha256sum`.
+pub fn sha256_file(path: &Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().expect("run sha256sum");
+    assert!(out.status.success(), "sha256sum {}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_owned()
 }
 
@@ -249,8 +285,14 @@ pub fn metrics(node: &NetNs) -> Option<String> {
 
 /// The sum of every sample of `name` (with any labels) in a Prometheus text page.
 pub fn metric(text: &str, name: &str) -> u64 {
+    metric_where(text, name, "")
+}
+
+/// The sum of the samples of `name` whose line contains `label` (e.g. `reason="map_full"`).
+pub fn metric_where(text: &str, name: &str, label: &str) -> u64 {
     text.lines()
         .filter(|line| line.starts_with(name) && matches!(line.as_bytes().get(name.len()), Some(b' ' | b'{')))
+        .filter(|line| line.contains(label))
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
         .map(|v| v as u64)
         .sum()

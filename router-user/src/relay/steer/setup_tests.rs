@@ -393,6 +393,46 @@ async fn the_sweep_removes_a_reset_flow_and_frees_its_port() {
 }
 
 #[tokio::test]
+async fn an_idle_flow_is_removed_and_reset_at_the_pod() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let leg = FakeLeg::new(10);
+    let idle = SteerRequest { tunnel_timeout: Duration::from_secs(30), ..request(&[1; 10]) };
+    h.steering.offload(&leg, &idle).await.expect("steered");
+    let pod_key = entries::key(POD, q(61_000));
+    let entry = h.maps.lock().flows[&pod_key];
+    let sent_before = h.pod.sent.lock().expect("sent").len();
+    assert_eq!(h.steering.sweep(entry.last_seen_ns + 29_000_000_000), 0, "not idle long enough");
+    assert_eq!(h.steering.sweep(entry.last_seen_ns + 30_000_000_000), 1);
+    assert!(h.maps.lock().flows.is_empty(), "both entries gone");
+    let sent = h.pod.sent.lock().expect("sent");
+    assert_eq!(sent.len(), sent_before + 1, "one segment more: the RST");
+    let rst = sent.last().expect("the RST");
+    assert_eq!((rst.src, rst.src_port, rst.dst, rst.dst_port), (*q(61_000).ip(), 61_000, *POD.ip(), POD.port()));
+    assert_eq!(rst.flags, super::segment::TCP_RST);
+    assert_eq!(rst.seq, entry.acked, "at the sequence number P acknowledged last");
+    assert_eq!(rst.seq, IC.wrapping_add(1 + 10), "after the whole ClientHello");
+}
+
+#[tokio::test]
+async fn a_closed_flow_is_removed_without_a_reset() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let leg = FakeLeg::new(10);
+    h.steering.offload(&leg, &request(&[1; 10])).await.expect("steered");
+    let pod_key = entries::key(POD, q(61_000));
+    let client_key = entries::key(CLIENT, LOCAL);
+    let last_seen = {
+        let mut maps = h.maps.lock();
+        for key in [pod_key, client_key] {
+            maps.flows.get_mut(&key).expect("entry").seen |= router_common::steer::STEER_FIN;
+        }
+        maps.flows[&pod_key].last_seen_ns
+    };
+    let sent_before = h.pod.sent.lock().expect("sent").len();
+    assert_eq!(h.steering.sweep(last_seen + 6_000_000_000), 1);
+    assert_eq!(h.pod.sent.lock().expect("sent").len(), sent_before, "nothing sent: both sides closed");
+}
+
+#[tokio::test]
 async fn bytes_reaching_r_while_the_entries_are_written_fall_back() {
     let h = harness(Pod::Accepts, 16, 61_000..=61_009);
     let leg = FakeLeg { late_bytes: 5, ..FakeLeg::new(10) };

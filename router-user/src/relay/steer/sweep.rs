@@ -1,12 +1,21 @@
 //! Removing steered flows that ended (the contract's step 6): FIN seen both ways, removed 5 s after
 //! the last packet (late retransmits still translated); a RST either way, after 1 s; idle longer
 //! than the route's tunnel timeout. Both entries go, Q's port is freed, the gauge follows.
+//!
+//! An idle flow is also ended at the pod, as the userspace relay's tunnel timeout closes both
+//! sockets: a RST from Q at the sequence number P expects next (`acked`, P's highest
+//! acknowledgement: nothing is in flight on an idle flow). The client needs none: R is gone, so the
+//! node's kernel answers its next segment with a RST.
 
 use std::sync::Weak;
 use std::time::Duration;
 
+use std::net::Ipv4Addr;
+
+use router_common::nat::FlowKey;
 use router_common::steer::{SteerFlow, STEER_FIN, STEER_RST};
 
+use super::segment::{Segment, TcpOptions, TCP_RST};
 use super::{lock, SteeredFlow, Steering};
 use crate::xdp::conntrack::monotonic_ns;
 
@@ -67,12 +76,37 @@ impl Steering {
             tracing::debug!(?ended, port = flow.port, "steered flow removed");
             let _ = self.datapath.remove_flow(&flow.client_key);
             let _ = self.datapath.remove_flow(&flow.pod_key);
+            if let (Ended::Idle, Some(to_client)) = (ended, to_client) {
+                self.reset_pod(&flow.pod_key, to_client.acked);
+            }
             lock(&self.flows).remove(&flow.pod_key);
             self.free_port(flow.port);
             self.metrics.xdp_steered_flows.dec();
             removed += 1;
         }
         removed
+    }
+}
+
+impl Steering {
+    /// Sends P the RST that ends leg B (`pod_key` is P -> Q) at sequence `seq`.
+    fn reset_pod(&self, pod_key: &FlowKey, seq: u32) {
+        let v4 = |a: [u8; 16]| Ipv4Addr::new(a[0], a[1], a[2], a[3]);
+        let rst = Segment {
+            src: v4(pod_key.dst_addr),
+            dst: v4(pod_key.src_addr),
+            src_port: pod_key.dst_port,
+            dst_port: pod_key.src_port,
+            seq,
+            ack: 0,
+            flags: TCP_RST,
+            window: 0,
+            options: TcpOptions::default(),
+            payload: &[],
+        };
+        if let Err(error) = self.sender.send(rst.dst, &rst.build()) {
+            tracing::debug!(%error, "sending the idle flow's RST to the pod");
+        }
     }
 }
 
