@@ -11,7 +11,10 @@
 
 mod capture;
 mod connections;
+mod datagrams;
+mod decimal;
 mod format;
+mod framer;
 mod record;
 mod render;
 mod sink;
@@ -38,6 +41,7 @@ pub use sink::{Destination, DestinationError, Sink};
 pub use syslog::{hostname, Facility, Framing, Severity, SyslogHeader, ACCESS_SEVERITY};
 pub use writer::LineKind;
 
+use framer::Framer;
 use writer::{Line, Writer};
 
 /// Lines waiting for the writer before new ones are dropped.
@@ -123,7 +127,7 @@ impl AccessLog {
                 let writer = Writer {
                     http_format: options.http_format.clone(),
                     tcp_format: options.tcp_format.clone(),
-                    header: options.header.clone(),
+                    framer: Framer::new(options.header.clone(), ACCESS_SEVERITY),
                     context: context.clone(),
                     sink,
                     dropped: dropped.clone(),
