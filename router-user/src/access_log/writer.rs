@@ -29,8 +29,9 @@ pub struct Line {
     pub record: Box<LogRecord>,
 }
 
-/// Lines taken from the queue at once.
-pub const BATCH: usize = 256;
+/// Lines taken from the queue at once: one `sendmmsg` call's worth, a burst a syslog daemon's default receive
+/// buffer holds (some 200 small datagrams) even when it is slow to read.
+pub const BATCH: usize = 64;
 
 /// After a batch, the writer lets lines gather this long before it takes the next: the request path then
 /// queues lines without waking it for each, and they leave in a few large `sendmmsg` calls.
