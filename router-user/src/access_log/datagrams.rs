@@ -33,7 +33,7 @@ pub fn send_datagrams(fd: RawFd, buffer: &[u8], ends: &[usize], unix: bool) -> D
             Err(error) => {
                 let rest = ends.len() - next;
                 match error.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {
+                    Some(libc::EAGAIN | libc::ENOBUFS) => {
                         result.lost += rest;
                         return result;
                     }
