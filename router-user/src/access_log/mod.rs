@@ -11,7 +11,10 @@
 
 mod capture;
 mod connections;
+mod datagrams;
+mod decimal;
 mod format;
+mod framer;
 mod record;
 mod render;
 mod sink;
@@ -38,6 +41,7 @@ pub use sink::{Destination, DestinationError, Sink};
 pub use syslog::{hostname, Facility, Framing, Severity, SyslogHeader, ACCESS_SEVERITY};
 pub use writer::LineKind;
 
+use framer::Framer;
 use writer::{Line, Writer};
 
 /// Lines waiting for the writer before new ones are dropped.
@@ -123,7 +127,7 @@ impl AccessLog {
                 let writer = Writer {
                     http_format: options.http_format.clone(),
                     tcp_format: options.tcp_format.clone(),
-                    header: options.header.clone(),
+                    framer: Framer::new(options.header.clone(), ACCESS_SEVERITY),
                     context: context.clone(),
                     sink,
                     dropped: dropped.clone(),
@@ -243,6 +247,32 @@ mod tests {
         let mut buf = [0u8; 64];
         let got = tokio::time::timeout(std::time::Duration::from_secs(5), socket.recv(&mut buf)).await;
         assert_eq!(&buf[..got.expect("a line").expect("recv")], b"127.0.0.1 -1\n");
+        drop(log);
+        tokio::time::timeout(std::time::Duration::from_secs(10), task.expect("writer")).await.expect("drained").ok();
+    }
+
+    #[tokio::test]
+    async fn queued_lines_leave_in_batches_one_datagram_each_in_order() {
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("listener");
+        let mut options = AccessLogOptions::off();
+        options.destination = Some(Destination::Udp(socket.local_addr().expect("addr")));
+        options.http_format = LogFormat::parse("%cp %ST").expect("format");
+        options.header.framing = Framing::Raw;
+        let (log, task) = AccessLog::start(options, Counter::default()).await.expect("start");
+        // More lines than one batch, queued before the writer runs.
+        let count = writer::BATCH + 44;
+        for port in 1..=count {
+            let client = format!("127.0.0.1:{port}").parse().expect("client");
+            let mut record = LogRecord::new("public", false, client, "127.0.0.1:2".parse().expect("b"));
+            record.status = Some(200);
+            log.log(LineKind::Http, record);
+        }
+        let mut buf = [0u8; 64];
+        for port in 1..=count {
+            let got = tokio::time::timeout(std::time::Duration::from_secs(5), socket.recv(&mut buf)).await;
+            let got = got.expect("a line").expect("recv");
+            assert_eq!(std::str::from_utf8(&buf[..got]).expect("utf-8"), format!("{port} 200\n"));
+        }
         drop(log);
         tokio::time::timeout(std::time::Duration::from_secs(10), task.expect("writer")).await.expect("drained").ok();
     }

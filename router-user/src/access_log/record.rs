@@ -2,7 +2,9 @@
 //! request path and rendered by the writer task.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use super::connections::{FE_SNI, PUBLIC, PUBLIC_SSL};
 use std::time::SystemTime;
 
 /// Milliseconds, or -1 when the phase did not happen (HAProxy's convention).
@@ -120,7 +122,17 @@ pub struct LogRecord {
 impl LogRecord {
     /// A record with nothing known but the connection.
     pub fn new(frontend: &'static str, tls: bool, client: SocketAddr, frontend_addr: SocketAddr) -> LogRecord {
-        let now = SystemTime::now();
+        LogRecord::at(frontend, tls, client, frontend_addr, SystemTime::now())
+    }
+
+    /// As [`LogRecord::new`], accepted and requested at `now` (a clock read the caller already made).
+    pub fn at(
+        frontend: &'static str,
+        tls: bool,
+        client: SocketAddr,
+        frontend_addr: SocketAddr,
+        now: SystemTime,
+    ) -> LogRecord {
         LogRecord {
             accepted_at: now,
             requested_at: now,
@@ -128,7 +140,7 @@ impl LogRecord {
             frontend_addr,
             frontend,
             tls,
-            backend: Arc::from(frontend),
+            backend: frontend_name(frontend),
             server: None,
             timers: Timers::default(),
             status: None,
@@ -145,4 +157,12 @@ impl LogRecord {
             request_counter: 0,
         }
     }
+}
+
+/// `frontend` as a backend name (a record's backend until one takes the request), shared rather than
+/// allocated per record for the router's own frontend names.
+fn frontend_name(frontend: &'static str) -> Arc<str> {
+    static NAMES: OnceLock<[Arc<str>; 4]> = OnceLock::new();
+    let names = NAMES.get_or_init(|| [PUBLIC, FE_SNI, PUBLIC_SSL, "fe_no_sni"].map(Arc::from));
+    names.iter().find(|name| ***name == *frontend).cloned().unwrap_or_else(|| Arc::from(frontend))
 }

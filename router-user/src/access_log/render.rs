@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+use super::decimal::{push_signed, push_unsigned};
 use super::format::{LogFormat, Node, Options};
 use super::record::{LogRecord, Millis, NOT_REACHED};
-use super::time::Civil;
+use super::time::{Civil, LogDates};
 use super::variables::Variable;
 
 /// What a line needs besides its record.
@@ -18,6 +19,17 @@ pub struct RenderContext {
 }
 
 pub fn render(format: &LogFormat, record: &LogRecord, context: &RenderContext, out: &mut String) {
+    render_with_dates(format, record, context, &mut LogDates::default(), out)
+}
+
+/// As [`render`], with `%t`/`%tr` dates from `dates` (a writer's, kept from line to line).
+pub fn render_with_dates(
+    format: &LogFormat,
+    record: &LogRecord,
+    context: &RenderContext,
+    dates: &mut LogDates,
+    out: &mut String,
+) {
     // Leading separators are dropped, and a separator after a variable that wrote nothing too.
     let mut after_space = true;
     for node in &format.nodes {
@@ -34,7 +46,7 @@ pub fn render(format: &LogFormat, record: &LogRecord, context: &RenderContext, o
             }
             Node::Variable(variable, options) => {
                 let before = out.len();
-                write_variable(*variable, *options, record, context, out);
+                write_variable(*variable, *options, record, context, dates, out);
                 if out.len() > before {
                     after_space = false;
                 }
@@ -43,7 +55,14 @@ pub fn render(format: &LogFormat, record: &LogRecord, context: &RenderContext, o
     }
 }
 
-fn write_variable(variable: Variable, options: Options, record: &LogRecord, context: &RenderContext, out: &mut String) {
+fn write_variable(
+    variable: Variable,
+    options: Options,
+    record: &LogRecord,
+    context: &RenderContext,
+    dates: &mut LogDates,
+    out: &mut String,
+) {
     use Variable::*;
     let timers = &record.timers;
     match variable {
@@ -72,7 +91,7 @@ fn write_variable(variable: Variable, options: Options, record: &LogRecord, cont
         Pid => number(i64::from(context.pid), options, out),
         AcceptDate | RequestDate => {
             let when = if variable == AcceptDate { record.accepted_at } else { record.requested_at };
-            quoted(options, out, |out| Civil::of(when).write_log_date(out));
+            quoted(options, out, |out| dates.write_log_date(when, out));
         }
         AcceptDateGmt | AcceptDateLocal | RequestDateGmt | RequestDateLocal => {
             let accept = matches!(variable, AcceptDateGmt | AcceptDateLocal);
@@ -200,7 +219,7 @@ fn number(value: i64, options: Options, out: &mut String) {
     if options.hex && value >= 0 {
         let _ = write!(out, "{value:04X}");
     } else {
-        let _ = write!(out, "{value}");
+        push_signed(out, value);
     }
 }
 
@@ -219,8 +238,18 @@ fn ip(addr: IpAddr, options: Options, out: &mut String) {
             let _ = write!(out, "{octet:02X}");
         }
     } else {
-        quoted(options, out, |out| {
-            let _ = write!(out, "{addr}");
+        quoted(options, out, |out| match addr {
+            IpAddr::V4(v4) => {
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        out.push('.');
+                    }
+                    push_unsigned(out, u64::from(octet));
+                }
+            }
+            IpAddr::V6(v6) => {
+                let _ = write!(out, "{v6}");
+            }
         });
     }
 }
@@ -229,7 +258,7 @@ fn port(port: u16, options: Options, out: &mut String) {
     if options.hex {
         let _ = write!(out, "{port:04X}");
     } else {
-        let _ = write!(out, "{port}");
+        push_unsigned(out, u64::from(port));
     }
 }
 

@@ -1,16 +1,21 @@
 //! Where framed lines go (ROUTER_SYSLOG_ADDRESS, read as HAProxy reads a `log` target): a UDP `host:port`
 //! (`udp@`, `udp4@`, `udp6@`, `ipv4@`, `ipv6@` prefixes allowed; port 514 when none is given), a unix datagram
-//! socket (a path starting with `/`, or `unix@path`), `stdout` or `stderr`. Sends never wait: a datagram the
-//! kernel cannot take now is dropped, and a unix socket that is gone is looked for again at most once a second.
+//! socket (a path starting with `/`, or `unix@path`), `stdout` or `stderr`. Lines go in batches: datagrams with
+//! `sendmmsg(2)` (one datagram per line, as HAProxy sends them), a stream in one write. Sends never wait: a
+//! datagram the kernel cannot take now is dropped, and a unix socket that is gone is looked for again at most
+//! once a second.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UdpSocket, UnixDatagram};
 use tokio::time::Instant;
+
+use super::datagrams::send_datagrams;
 
 const DEFAULT_SYSLOG_PORT: u16 = 514;
 const UNIX_RECONNECT_INTERVAL: Duration = Duration::from_secs(1);
@@ -78,14 +83,6 @@ pub enum Sink {
     Stderr(tokio::io::Stderr),
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    #[error("the log destination cannot take more now")]
-    Busy,
-    #[error("the log destination is not there: {0}")]
-    Gone(io::Error),
-}
-
 impl Sink {
     pub async fn open(destination: &Destination) -> io::Result<Sink> {
         Ok(match destination {
@@ -107,33 +104,37 @@ impl Sink {
         })
     }
 
-    /// Sends one framed message (one datagram, or one line on a stream).
-    pub async fn send(&mut self, message: &[u8]) -> Result<(), SendError> {
+    /// Sends a batch of framed messages: `buffer` holds them back to back, message `i` ending at `ends[i]`.
+    /// Datagram destinations get one datagram per message in as few `sendmmsg(2)` calls as the kernel takes;
+    /// a stream gets the whole buffer in one write. Returns how many messages were lost (the destination was
+    /// busy or gone); never waits for a datagram socket.
+    pub async fn send_batch(&mut self, buffer: &[u8], ends: &[usize]) -> usize {
         match self {
-            Sink::Udp(socket) => socket.try_send(message).map(drop).map_err(classify),
+            Sink::Udp(socket) => send_datagrams(socket.as_raw_fd(), buffer, ends, false).lost,
             Sink::Unix { path, socket, next_try } => {
                 if socket.is_none() && Instant::now() >= *next_try {
                     *next_try = Instant::now() + UNIX_RECONNECT_INTERVAL;
                     *socket = connect_unix(path).ok();
                 }
-                let Some(open) = socket else {
-                    return Err(SendError::Gone(io::Error::from(io::ErrorKind::NotFound)));
-                };
-                match open.try_send(message) {
-                    Ok(_) => Ok(()),
-                    Err(error) => {
-                        let error = classify(error);
-                        if matches!(error, SendError::Gone(_)) {
-                            *socket = None;
-                            *next_try = Instant::now() + UNIX_RECONNECT_INTERVAL;
-                        }
-                        Err(error)
-                    }
+                let Some(open) = socket else { return ends.len() };
+                let sent = send_datagrams(open.as_raw_fd(), buffer, ends, true);
+                if sent.gone {
+                    *socket = None;
+                    *next_try = Instant::now() + UNIX_RECONNECT_INTERVAL;
                 }
+                sent.lost
             }
-            Sink::Stdout(out) => out.write_all(message).await.map_err(SendError::Gone),
-            Sink::Stderr(out) => out.write_all(message).await.map_err(SendError::Gone),
+            Sink::Stdout(out) => write_stream(out, buffer, ends.len()).await,
+            Sink::Stderr(out) => write_stream(out, buffer, ends.len()).await,
         }
+    }
+}
+
+/// The whole buffer on a stream; every message of it is lost when the write fails.
+async fn write_stream(out: &mut (impl tokio::io::AsyncWrite + Unpin), buffer: &[u8], messages: usize) -> usize {
+    match out.write_all(buffer).await {
+        Ok(()) => 0,
+        Err(_) => messages,
     }
 }
 
@@ -141,13 +142,6 @@ fn connect_unix(path: &PathBuf) -> io::Result<UnixDatagram> {
     let socket = UnixDatagram::unbound()?;
     socket.connect(path)?;
     Ok(socket)
-}
-
-fn classify(error: io::Error) -> SendError {
-    match error.kind() {
-        io::ErrorKind::WouldBlock => SendError::Busy,
-        _ => SendError::Gone(error),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::decimal::push_padded;
+
 const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /// A moment split into calendar fields (UTC).
@@ -84,6 +86,33 @@ impl Civil {
     }
 }
 
+/// `%t` / `%tr` dates of one writer, the text up to the seconds kept for the current second.
+#[derive(Debug, Default)]
+pub struct LogDates {
+    second: Option<u64>,
+    /// `25/Nov/2026:17:51:13.`
+    prefix: String,
+}
+
+impl LogDates {
+    /// As [`Civil::write_log_date`].
+    pub fn write_log_date(&mut self, when: SystemTime, out: &mut String) {
+        let (second, millis) = match when.duration_since(UNIX_EPOCH) {
+            Ok(since) => (since.as_secs(), since.subsec_millis()),
+            Err(_) => (0, 0),
+        };
+        if self.second != Some(second) {
+            self.second = Some(second);
+            self.prefix.clear();
+            Civil::of(when).write_log_date(&mut self.prefix);
+            // Drop the milliseconds: `.mmm` always has three digits.
+            self.prefix.truncate(self.prefix.len() - 3);
+        }
+        out.push_str(&self.prefix);
+        push_padded(out, u64::from(millis), 3);
+    }
+}
+
 /// Days since 1970-01-01 -> (year, month, day) in the proleptic Gregorian calendar (Howard Hinnant's
 /// civil-from-days algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -128,5 +157,18 @@ mod tests {
         let mut padded = Vec::new();
         at(1_709_596_800, 0).write_rfc3164(&mut padded);
         assert_eq!(padded, b"Mar  5 00:00:00");
+    }
+
+    #[test]
+    fn cached_log_dates_match_fresh_ones_across_seconds() {
+        let mut dates = LogDates::default();
+        for (unix, micros) in [(1_795_629_073, 736_776), (1_795_629_073, 5_000), (1_795_629_074, 0), (0, 999_999)] {
+            let when = UNIX_EPOCH + Duration::from_secs(unix) + Duration::from_micros(micros);
+            let mut fresh = String::new();
+            Civil::of(when).write_log_date(&mut fresh);
+            let mut cached = String::from("x");
+            dates.write_log_date(when, &mut cached);
+            assert_eq!(cached, format!("x{fresh}"));
+        }
     }
 }

@@ -26,7 +26,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 pub use haproxy::{CountersSlot, Frontend, ProxyCounters, ProxyRegistry, Topology};
-pub use request_durations::RouteLabels;
+pub use request_durations::{DurationHistogram, RouteLabels};
 pub use template_router::TemplateRouterMetrics;
 pub use tls_handshakes::{failure_reason as tls_failure_reason, TlsHandshakeFailureLabels, TlsHandshakeLabels};
 pub use xdp_counters::XdpRows;
@@ -148,7 +148,7 @@ pub struct Metrics {
     pub worker_threads: Gauge,
     pub access_log_dropped_lines: Counter,
     /// Time from a request's arrival to its response head, by route.
-    pub request_durations: Family<RouteLabels, Histogram>,
+    pub request_durations: Family<RouteLabels, DurationHistogram>,
     pub tls_handshakes: Family<TlsHandshakeLabels, Counter>,
     pub tls_handshake_failures: Family<TlsHandshakeFailureLabels, Counter>,
     /// The counters behind the `haproxy_*` families.
@@ -271,8 +271,7 @@ impl Default for Metrics {
             "Access-log lines dropped because the queue was full (slow destination) or the send failed",
             access_log_dropped_lines.clone(),
         );
-        let request_durations =
-            Family::<RouteLabels, Histogram>::new_with_constructor(request_durations::histogram as _);
+        let request_durations = Family::<RouteLabels, DurationHistogram>::default();
         registry.register(
             "router_http_request_duration_seconds",
             "Time from a request's arrival to its response head (the router's answer or the pod's), by route",
@@ -355,7 +354,7 @@ pub struct RequestCounters {
     ok: OnceLock<Counter>,
     /// The backend's `haproxy_backend_*` counters.
     pub proxy: CountersSlot,
-    duration: OnceLock<Histogram>,
+    duration: OnceLock<DurationHistogram>,
 }
 
 impl Metrics {
@@ -388,13 +387,13 @@ impl Metrics {
                 counters
                     .duration
                     .get_or_init(|| self.request_durations.get_or_create(&RouteLabels::of(labels)).clone())
-                    .observe(elapsed.as_secs_f64());
+                    .observe(elapsed);
             }
             None => {
                 let unrouted = BackendLabels::unrouted();
                 self.count_request(&unrouted, None, code);
                 self.haproxy.backend_named(&unrouted.backend).count_response(code);
-                self.request_durations.get_or_create(&RouteLabels::of(&unrouted)).observe(elapsed.as_secs_f64());
+                self.request_durations.get_or_create(&RouteLabels::of(&unrouted)).observe(elapsed);
             }
         }
     }

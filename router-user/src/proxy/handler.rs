@@ -139,8 +139,14 @@ impl HttpProxy {
         timing: HeadTiming,
     ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
         let started = Instant::now();
-        let mut log =
-            RequestLog::begin(&self.options.access_log, &connection.info, connection.accepted_at, &request, timing);
+        let mut log = RequestLog::begin(
+            &self.options.access_log,
+            &connection.info,
+            connection.accepted_at,
+            &request,
+            timing,
+            started,
+        );
         if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
             request.headers_mut().insert(name, value);
         }

@@ -57,9 +57,9 @@ fn version_name(version: Version) -> &'static str {
     }
 }
 
-fn new_record(log: &AccessLog, info: &ConnectionInfo, accepted_at: SystemTime) -> LogRecord {
+fn new_record(log: &AccessLog, info: &ConnectionInfo, accepted_at: SystemTime, now: SystemTime) -> LogRecord {
     let (frontend, tls) = frontend_of(info);
-    let mut record = LogRecord::new(frontend, tls, info.client, info.local);
+    let mut record = LogRecord::at(frontend, tls, info.client, info.local, now);
     record.accepted_at = accepted_at;
     let (active, on_frontend) = log.connections.now(frontend);
     record.counts = Counts { active, frontend: on_frontend, ..Counts::default() };
@@ -67,30 +67,34 @@ fn new_record(log: &AccessLog, info: &ConnectionInfo, accepted_at: SystemTime) -
 }
 
 impl RequestLog {
-    /// A record for `request`, when the access log keeps records (lines, or a unique id).
+    /// A record for `request`, whose head was complete at `head_done`, when the access log keeps records
+    /// (lines, or a unique id).
     pub fn begin<B>(
         log: &Arc<AccessLog>,
         info: &ConnectionInfo,
         accepted_at: SystemTime,
         request: &Request<B>,
         timing: HeadTiming,
+        head_done: std::time::Instant,
     ) -> Option<RequestLog> {
         if !log.records_requests() {
             return None;
         }
-        let head_done = Instant::now();
-        let mut record = new_record(log, info, accepted_at);
+        let head_done = Instant::from_std(head_done);
+        let now = SystemTime::now();
+        let mut record = new_record(log, info, accepted_at, now);
         let idle = if timing.first { Duration::ZERO } else { timing.idle };
-        record.requested_at = SystemTime::now() - head_done.duration_since(timing.began);
+        record.requested_at = now - head_done.duration_since(timing.began);
         record.timers.idle = millis(idle);
         record.timers.request = millis(head_done.duration_since(timing.began));
         record.request_counter = log.next_request_number();
+        let uri = uri_text(request.uri());
+        record.bytes_uploaded = head_size(request, uri.len());
         record.request = Some(RequestLine {
             method: request.method().as_str().to_string(),
-            uri: request.uri().to_string(),
+            uri,
             version: version_name(request.version()),
         });
-        record.bytes_uploaded = head_size(request);
         log.capture_request(request.headers(), &mut record);
         let mut cookies = HeaderMap::new();
         for value in request.headers().get_all(http::header::COOKIE) {
@@ -184,9 +188,18 @@ fn own_answer(status: StatusCode) -> Termination {
     }
 }
 
-/// Bytes of an HTTP/1.1 request head (request line, headers, blank line), plus a declared body.
-fn head_size<B>(request: &Request<B>) -> u64 {
-    let line = request.method().as_str().len() + 1 + request.uri().to_string().len() + 1 + 8 + 2;
+/// The request target as the client wrote it: an origin-form path taken as it is, other forms written out.
+fn uri_text(uri: &http::Uri) -> String {
+    match (uri.scheme(), uri.path_and_query()) {
+        (None, Some(path)) => path.as_str().to_string(),
+        _ => uri.to_string(),
+    }
+}
+
+/// Bytes of an HTTP/1.1 request head (request line of a `uri_len`-byte target, headers, blank line), plus a
+/// declared body.
+fn head_size<B>(request: &Request<B>, uri_len: usize) -> u64 {
+    let line = request.method().as_str().len() + 1 + uri_len + 1 + 8 + 2;
     let body = request
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -222,7 +235,7 @@ pub fn log_empty_connection(
     if !log.logs_empty_connection(received) {
         return;
     }
-    let mut record = new_record(log, info, accepted_at);
+    let mut record = new_record(log, info, accepted_at, SystemTime::now());
     record.request_counter = log.next_request_number();
     let (status, termination) = match (timed_out, received) {
         (true, _) => (408, Termination::new(b'c', b'R')),
