@@ -118,6 +118,13 @@ pub fn passthrough_section(result: &PassthroughResult, plan: &XdpPlan) -> String
         }
         out.push_str("\n</details>\n");
     }
+    if !result.steer_status.is_empty() {
+        out.push_str(
+            "\n<details><summary>`router xdp status` of the steering router after its runs</summary>\n\n```\n",
+        );
+        out.push_str(&result.steer_status);
+        out.push_str("```\n</details>\n");
+    }
     out
 }
 
@@ -305,6 +312,7 @@ mod tests {
             unavailable: BTreeMap::new(),
             not_steered: Vec::new(),
             steer_counts: Vec::new(),
+            steer_status: String::new(),
             setup: Vec::new(),
         }
     }

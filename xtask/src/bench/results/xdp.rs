@@ -129,6 +129,8 @@ pub struct PassthroughResult {
     pub not_steered: Vec<String>,
     /// Per steering run: steered connections, fallbacks and relayed bytes the router's /metrics counted.
     pub steer_counts: Vec<String>,
+    /// `router xdp status` of the last steering router after its runs.
+    pub steer_status: String,
     /// The routers' command lines.
     pub setup: Vec<String>,
 }

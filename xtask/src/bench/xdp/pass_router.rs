@@ -96,7 +96,8 @@ fn metric(text: &str, name: &str) -> u64 {
 pub struct PassRouter {
     /// Dropped first: the router removes its own pins as it exits.
     proc: Proc,
-    _pin_dir: Option<PinDir>,
+    pin_dir: Option<PinDir>,
+    binary: std::path::PathBuf,
     command: String,
 }
 
@@ -169,7 +170,7 @@ impl PassRouter {
             binary.display(),
             shown_args.join(" ")
         );
-        let mut router = PassRouter { proc, _pin_dir: pin_dir, command };
+        let mut router = PassRouter { proc, pin_dir, binary: binary.to_path_buf(), command };
         let mut exited = false;
         let up = wait_until(ROUTER_START_LIMIT, Duration::from_millis(50), || {
             exited = !router.proc.running();
@@ -196,6 +197,14 @@ impl PassRouter {
     /// The router's command line, for the results.
     pub fn command_line(&self) -> &str {
         &self.command
+    }
+
+    /// `router xdp status` in the node namespace (a steering router's pins), with the pin dir's path masked.
+    pub fn xdp_status(&self, topology: &Topology) -> anyhow::Result<String> {
+        let pins = self.pin_dir.as_ref().context("no XDP front on this router")?.path.display().to_string();
+        let status =
+            topology.node.run(&self.binary.display().to_string(), &["xdp", "status", "--bpf-pin-dir", &pins])?;
+        Ok(status.replace(&pins, "/sys/fs/bpf/<pins>"))
     }
 
     /// The passthrough counters of the router's /metrics, read in the node namespace.

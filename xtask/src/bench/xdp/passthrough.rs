@@ -53,6 +53,7 @@ pub fn run(
         unavailable: BTreeMap::new(),
         not_steered: Vec::new(),
         steer_counts: Vec::new(),
+        steer_status: String::new(),
         setup: vec![format!("# passthrough manifests:\n{}", pass_router::manifests().trim_end())],
     };
     let mut router_commands = BTreeMap::new();
@@ -129,6 +130,10 @@ pub fn run(
                 print_run(load, relay, rep, &sample);
                 result.commands.entry((load, relay)).or_insert(command);
                 result.samples.entry((load, relay)).or_default().push(sample);
+            }
+            if let Some(router) = router.as_ref().filter(|_| relay == Relay::Steer) {
+                result.steer_status =
+                    router.xdp_status(&topology).unwrap_or_else(|error| format!("(router xdp status: {error:#})\n"));
             }
             meter.proxy_pids.clear();
             drop(router);
