@@ -106,7 +106,7 @@ pub fn run(
                     }
                 };
                 if let (Some(router), Some(before)) = (&router, before) {
-                    let moved = before.and_then(|before| Ok(router.counts(&topology)?.since(&before)));
+                    let moved = before.and_then(|before| router.counts(&topology).map(|now| now.since(&before)));
                     let why = match &moved {
                         Ok(moved) => {
                             result.steer_counts.push(format!(
