@@ -36,7 +36,7 @@ fn cannot_run() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces, XDP, iptables, the sockmap)".into());
     }
-    for tool in ["ip", "nsenter", "iptables", "ethtool", "curl"] {
+    for tool in ["ip", "nsenter", "iptables", "ethtool", "curl", "sysctl", "wrk"] {
         if !on_path(tool) {
             return Some(format!("{tool} is not installed: run `cargo xtask setup`"));
         }
