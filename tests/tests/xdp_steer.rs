@@ -74,3 +74,8 @@ fn steer_case(mode: &str, n: u32) {
 fn passthrough_is_steered_to_the_pod_in_skb_mode() {
     steer_case("skb", 0);
 }
+
+#[test]
+fn passthrough_is_steered_to_the_pod_in_driver_mode() {
+    steer_case("driver", 1);
+}

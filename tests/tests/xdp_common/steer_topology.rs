@@ -5,7 +5,7 @@
 //! ```text
 //! client ns  veth-c  10.211.0.1/24
 //!    |
-//! node ns    veth-n  10.211.0.2/24   <- router :443/:80/:1936, xdp_front (--xdp-iface)
+//! node ns    veth-n  10.211.0.2/24   <- router :443/:80/:1936, xdp_front (--xdp-iface, skb or driver mode)
 //!            veth-pa 10.211.1.1/24   <- xdp_front too (--xdp-pod-interfaces)
 //!            veth-pb 10.211.2.1/24   <- xdp_front too
 //!    |                   |
@@ -92,6 +92,14 @@ impl Topology {
         }
         for (ns, dev) in [(&pod_a, "veth-a"), (&pod_b, "veth-b")] {
             ethtool_tx_off(ns, dev);
+        }
+        // Driver mode: a steered packet leaves by XDP_REDIRECT into another veth, whose ndo_xdp_xmit
+        // puts the frame on its peer's NAPI ring; a veth has that ring only while an XDP program is
+        // attached to it or GRO is on (veth creates both ends with GRO off), and otherwise drops the
+        // frame (-ENXIO, `xdp:xdp_redirect_err`). The receiving ends are the client's and the pods'
+        // veths: GRO on there, in both modes alike.
+        for (ns, dev) in [(&client, "veth-c"), (&pod_a, "veth-a"), (&pod_b, "veth-b")] {
+            ethtool_gro_on(ns, dev);
         }
 
         let work = tempfile::tempdir().expect("temp dir");
@@ -237,6 +245,11 @@ impl Topology {
 pub fn ethtool_tx_off(ns: &NetNs, dev: &str) {
     let out = ns.command("ethtool").args(["-K", dev, "tx", "off"]).output().expect("run ethtool");
     assert!(out.status.success(), "ethtool -K {dev} tx off: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn ethtool_gro_on(ns: &NetNs, dev: &str) {
+    let out = ns.command("ethtool").args(["-K", dev, "gro", "on"]).output().expect("run ethtool");
+    assert!(out.status.success(), "ethtool -K {dev} gro on: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// `openssl s_server -WWW` serving the files of `dir` over TLS on `addr`:8443.

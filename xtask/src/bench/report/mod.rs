@@ -8,6 +8,7 @@ mod tables;
 mod targets;
 mod tls;
 mod xdp;
+mod xdp_passthrough;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::results::xdp::{NodePath, Relay, XdpOutcome};
+use super::super::results::xdp::{NodePath, PassLoad, Relay, XdpOutcome};
 use super::super::results::{Outcome, Sample, ScenarioResult};
 use super::super::scenario::{Contender, Load};
 use super::super::stats::Summary;
@@ -38,6 +38,7 @@ fn path_color(path: NodePath) -> &'static str {
 
 fn relay_color(relay: Relay) -> &'static str {
     match relay {
+        Relay::Steer => "#1b9e77",
         Relay::Direct => "#9e9e9e",
         Relay::Splice => "#d95f02",
         Relay::Sockmap => "#e7a33e",
@@ -76,8 +77,11 @@ fn xdp_panels(xdp: &XdpOutcome) -> Vec<Panel> {
         let bars: Vec<(&'static str, Summary)> = Relay::ALL
             .iter()
             .filter_map(|relay| {
-                let values: Vec<f64> =
-                    passthrough.samples.get(relay)?.iter().map(|s| s.bytes_per_second / 1048576.0).collect();
+                let values: Vec<f64> = passthrough
+                    .of(PassLoad::Download, *relay)?
+                    .iter()
+                    .map(|s| s.bytes_per_second / 1048576.0)
+                    .collect();
                 Some((relay_color(*relay), Summary::of(&values)?))
             })
             .collect();

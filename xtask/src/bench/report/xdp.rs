@@ -1,13 +1,14 @@
-//! The XDP group's part of the results: nodePort through XDP / iptables / direct, the SYN flood, the passthrough
-//! relays, the XDP front's counters, and how it was all set up.
+//! The XDP group's part of the results: nodePort through XDP / iptables / direct, the SYN flood, passthrough
+//! (`xdp_passthrough`: XDP steering, the relays, direct), the XDP front's counters, and how it was all set up.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::super::results::xdp::{NodeLoad, NodePath, NodeResult, PassthroughResult, Relay, XdpOutcome, XdpStatus};
+use super::super::results::xdp::{NodeLoad, NodePath, NodeResult, XdpOutcome, XdpStatus};
 use super::super::results::Sample;
 use super::super::stats::Summary;
 use super::format::{range, ratio_text, si};
+use super::xdp_passthrough::{self, passthrough_section, passthrough_tables};
 
 /// `pick` of each run, by repetition.
 fn by_rep(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> BTreeMap<u32, f64> {
@@ -39,7 +40,8 @@ fn rps(sample: &Sample) -> Option<f64> {
 
 /// The whole section of the markdown file.
 pub fn xdp_section(xdp: &XdpOutcome) -> String {
-    let mut out = String::from("\n## XDP front: nodePort in network namespaces, SYN flood, passthrough relays\n\n");
+    let mut out =
+        String::from("\n## XDP front: nodePort and passthrough steering in network namespaces, SYN flood, relays\n\n");
     match &xdp.status {
         XdpStatus::Skipped(reason) => {
             let what = match xdp.passthrough {
@@ -104,22 +106,10 @@ pub fn xdp_section(xdp: &XdpOutcome) -> String {
         let _ = writeln!(out, "\nSYN flood: not run: {reason}.");
     }
     if let Some(passthrough) = &xdp.passthrough {
-        let _ = writeln!(
-            out,
-            "\n### Passthrough download: splice(2) relay vs sockmap vs direct\n\nTwo routers on loopback (CPU1), \
-             one with `ROUTER_PASSTHROUGH_SOCKMAP=true`, on a mixed set of 4 routes; wrk over TLS (`-c{} -d{}s`) \
-             downloads the 64 MiB file from the nginx TLS pod through the passthrough route. The sockmap relays in \
-             softirq and kworker context, which no router process is charged for, so the machine's CPU per GiB \
-             (interrupt context included; wrk's and nginx's TLS are in every row) compares the relays. It counts \
-             every process: the sockmap runs are not checked for noise (its kworker time cannot be told from other \
-             processes'), so on a shared machine read their machine CPU with care.\n",
-            plan.passthrough_connections,
-            plan.passthrough_duration.as_secs()
-        );
-        out.push_str(&passthrough_table(passthrough));
+        out.push_str(&passthrough_section(passthrough, plan));
     }
     if let Some(reason) = &xdp.passthrough_skipped {
-        let _ = writeln!(out, "\nPassthrough relays: not run: {reason}.");
+        let _ = writeln!(out, "\nPassthrough: not run: {reason}.");
     }
     if !xdp.xdp_status.is_empty() {
         out.push_str("\n<details><summary>`router xdp status` after the last XDP path's runs</summary>\n\n```\n");
@@ -137,12 +127,12 @@ pub fn xdp_section(xdp: &XdpOutcome) -> String {
         }
     }
     if let Some(passthrough) = &xdp.passthrough {
-        out.push_str("# passthrough download\n");
+        out.push_str("# passthrough\n");
         for command in &passthrough.setup {
             let _ = writeln!(out, "{command}");
         }
-        for (relay, command) in &passthrough.commands {
-            let _ = writeln!(out, "{command}  # {}", relay.label());
+        for ((load, relay), command) in &passthrough.commands {
+            let _ = writeln!(out, "{command}  # {} / {}", load.title(), relay.label());
         }
     }
     out.push_str("```\n");
@@ -218,40 +208,6 @@ fn flood_table(flood: &NodeResult, without: Option<&NodeResult>) -> String {
     out
 }
 
-/// Proxy or machine CPU per GiB moved, from a CPU share and the bytes per second.
-fn ms_per_gib(cpu_percent: Option<f64>, sample: &Sample) -> Option<f64> {
-    let cpu = cpu_percent? / 100.0;
-    (sample.bytes_per_second > 0.0).then(|| cpu * 1e3 / (sample.bytes_per_second / f64::from(1u32 << 30)))
-}
-
-fn passthrough_table(result: &PassthroughResult) -> String {
-    let mut out = String::from(
-        "| path | MiB/s | vs splice(2) relay | router CPU ms/GiB | machine CPU ms/GiB |\n|---|---|---|---|---|\n",
-    );
-    let mib = |s: &Sample| Some(s.bytes_per_second / 1048576.0);
-    for relay in Relay::ALL {
-        if let Some(reason) = result.unavailable.get(&relay) {
-            let _ = writeln!(out, "| {} | not available ({reason}) | | | |", relay.label());
-            continue;
-        }
-        let samples = result.samples.get(&relay);
-        let versus = if relay == Relay::Splice {
-            "-".to_string()
-        } else {
-            ratio_text(paired(samples, result.samples.get(&Relay::Splice), mib))
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {versus} | {} | {} |",
-            relay.label(),
-            range(summary(samples, mib), |v| format!("{v:.0}")),
-            range(summary(samples, |s| ms_per_gib(s.cpu_percent, s)), |v| format!("{v:.0}")),
-            range(summary(samples, |s| ms_per_gib(s.machine_cpu_percent, s)), |v| format!("{v:.0}")),
-        );
-    }
-    out
-}
-
 /// Every run of the group, named `scenario / path`.
 pub fn named_runs(xdp: &XdpOutcome) -> Vec<(String, &Sample)> {
     let mut runs = Vec::new();
@@ -261,9 +217,7 @@ pub fn named_runs(xdp: &XdpOutcome) -> Vec<(String, &Sample)> {
         }
     }
     if let Some(passthrough) = &xdp.passthrough {
-        for (relay, samples) in &passthrough.samples {
-            runs.extend(samples.iter().map(|s| (format!("passthrough download / {}", relay.label()), s)));
-        }
+        runs.extend(xdp_passthrough::named_runs(passthrough));
     }
     runs
 }
@@ -295,8 +249,8 @@ pub fn xdp_summary(xdp: &XdpOutcome) -> String {
         }
     }
     if let Some(passthrough) = &xdp.passthrough {
-        out.push('\n');
-        out.push_str(&passthrough_table(passthrough));
+        out.push_str(&passthrough_tables(passthrough));
+        out.push_str(&xdp_passthrough::targets(passthrough));
     }
     out
 }
@@ -332,7 +286,7 @@ mod tests {
     #[test]
     fn cpu_per_gib() {
         let s = Sample { bytes_per_second: f64::from(1u32 << 30), ..Sample::default() };
-        assert_eq!(ms_per_gib(Some(50.0), &s), Some(500.0));
-        assert_eq!(ms_per_gib(None, &s), None);
+        assert_eq!(xdp_passthrough::ms_per_gib(Some(50.0), &s), Some(500.0));
+        assert_eq!(xdp_passthrough::ms_per_gib(None, &s), None);
     }
 }

@@ -68,36 +68,77 @@ pub struct NodeResult {
     pub floods: BTreeMap<NodePath, Vec<FloodSent>>,
 }
 
-/// A way the passthrough bytes take.
+/// A way the passthrough bytes take, in the passthrough topology (client -> node -> TLS pod namespaces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Relay {
-    /// wrk straight to the TLS pod.
-    Direct,
+    /// The router's XDP front steers the flow to the pod (`--xdp-steer-passthrough`): no router socket carries it.
+    Steer,
     /// The router's userspace relay (splice(2) through a pipe).
     Splice,
     /// The router's kernel relay (sk_skb verdict on a SOCKHASH).
     Sockmap,
+    /// wrk straight to the TLS pod, routed by the node namespace (the same two veth hops).
+    Direct,
 }
 
 impl Relay {
-    pub const ALL: [Relay; 3] = [Relay::Direct, Relay::Splice, Relay::Sockmap];
+    pub const ALL: [Relay; 4] = [Relay::Steer, Relay::Splice, Relay::Sockmap, Relay::Direct];
 
     pub fn label(self) -> &'static str {
         match self {
-            Relay::Direct => "direct",
+            Relay::Steer => "router, XDP steering",
             Relay::Splice => "router, splice(2) relay",
             Relay::Sockmap => "router, sockmap relay",
+            Relay::Direct => "direct (routed by the node)",
         }
     }
 }
 
+/// The loads of the passthrough runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PassLoad {
+    /// wrk over TLS, keep-alive, the 64 MiB file.
+    Download,
+    /// wrk over TLS, `Connection: close`, the 1 KiB body: a new passthrough connection (resumed TLS session) per
+    /// request.
+    NewConnections,
+    /// wrk over TLS, one keep-alive connection, the 1 KiB body: latency of a small request on an open connection.
+    OpenConnection,
+}
+
+impl PassLoad {
+    pub const ALL: [PassLoad; 3] = [PassLoad::Download, PassLoad::NewConnections, PassLoad::OpenConnection];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            PassLoad::Download => "passthrough download, 64 MiB",
+            PassLoad::NewConnections => "passthrough new connections",
+            PassLoad::OpenConnection => "passthrough small request, open connection",
+        }
+    }
+}
+
+/// The passthrough runs: samples per load and relay.
 pub struct PassthroughResult {
-    pub samples: BTreeMap<Relay, Vec<Sample>>,
-    pub commands: BTreeMap<Relay, String>,
+    pub samples: BTreeMap<(PassLoad, Relay), Vec<Sample>>,
+    pub commands: BTreeMap<(PassLoad, Relay), String>,
     /// Relays that could not run, and why.
     pub unavailable: BTreeMap<Relay, String>,
-    /// The two routers' command lines.
+    /// Steering runs whose flows were not steered (the steered count did not move, or the userspace relay carried
+    /// bytes): `load / run: why`. Such a run's sample is kept out of `samples`.
+    pub not_steered: Vec<String>,
+    /// Per steering run: steered connections, fallbacks and relayed bytes the router's /metrics counted.
+    pub steer_counts: Vec<String>,
+    /// `router xdp status` of the last steering router after its runs.
+    pub steer_status: String,
+    /// The routers' command lines.
     pub setup: Vec<String>,
+}
+
+impl PassthroughResult {
+    pub fn of(&self, load: PassLoad, relay: Relay) -> Option<&Vec<Sample>> {
+        self.samples.get(&(load, relay))
+    }
 }
 
 /// Whether the group ran.

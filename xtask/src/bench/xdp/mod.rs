@@ -1,17 +1,20 @@
-//! The XDP group: the router's nodePort front in network namespaces, and its passthrough relays on loopback.
+//! The XDP group: the router's nodePort front and its passthrough steering and relays, in network namespaces.
 //!
 //! - nodePort (`nodeport`, in a `topology`): new connections/s and keep-alive requests/s from a client namespace to
 //!   the router in the node namespace, through the router's XDP front (nodePort DNAT in `xdp_front`, `nat_reverse`
 //!   on egress), through kube-proxy-style iptables DNAT, and straight to the router pod's address (no nodePort);
 //!   then legit new connections/s under a bounded SYN flood (`flood`, hping3) through XDP and through iptables. A
 //!   fresh topology (and router) per path and repetition; paths in rotated order per repetition.
-//! - passthrough (`passthrough`): download throughput through the splice(2) relay, the sockmap splice, and direct.
+//! - passthrough (`passthrough`, routers by `pass_router`, in a `topology` too): XDP steering, the splice(2) relay,
+//!   the sockmap relay and a direct connection: download throughput, new connections/s and small-request latency
+//!   on an open connection, with router and machine CPU; steering runs checked as steered by the router's /metrics.
 //!
 //! The group needs root (namespaces, XDP, iptables, the sockmap); without it, or when the router cannot attach its
 //! XDP front, the group is reported as skipped with the reason. Its results are `results::xdp` values.
 
 mod flood;
 mod nodeport;
+mod pass_router;
 mod passthrough;
 pub mod topology;
 
@@ -33,7 +36,7 @@ fn cannot_run() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces, XDP, iptables, the sockmap)".into());
     }
-    for tool in ["ip", "nsenter", "iptables", "ethtool", "curl"] {
+    for tool in ["ip", "nsenter", "iptables", "ethtool", "curl", "sysctl", "wrk"] {
         if !on_path(tool) {
             return Some(format!("{tool} is not installed: run `cargo xtask setup`"));
         }
@@ -74,7 +77,7 @@ pub fn run(stage: &Stage, meter: &mut Meter, plan: &XdpPlan, failed_runs: &mut V
     match passthrough::run(stage, meter, plan, failed_runs) {
         Ok(result) => outcome.passthrough = Some(result),
         Err(error) => {
-            println!("bench:   passthrough relays: not run: {error:#}");
+            println!("bench:   passthrough: not run: {error:#}");
             outcome.passthrough_skipped = Some(format!("{error:#}"));
         }
     }

@@ -81,7 +81,7 @@ pub fn run(
         paths.rotate_left(rep as usize % NodePath::ALL.len());
         for path in paths {
             let run_dir = dir.join(format!("{}-{path:?}", rep + 1));
-            let topology = Topology::create(&run_dir, &www)?;
+            let topology = Topology::create(&run_dir, &www, &stage.pki)?;
             let router =
                 match NodeRouter::start(&stage.binary, &topology, path, plan.mode.as_str(), &manifests, &run_dir) {
                     Ok(router) => router,

@@ -1,100 +1,62 @@
-//! Passthrough download through the router's two relays, on loopback beside a direct connection: the userspace
-//! splice(2) relay (the default) and the kernel sockmap splice (`ROUTER_PASSTHROUGH_SOCKMAP=true`, an `sk_skb`
-//! program on a SOCKHASH). Two routers on a small mixed route set (one route of each kind), both on CPU1; wrk over
-//! TLS downloads the 64 MiB file from the nginx TLS pod through the passthrough route, as the TLS group's
-//! passthrough scenario does. The sockmap's work runs in softirq and kworker context, charged to no router
-//! process: the machine's CPU per GiB (interrupt context included) is the figure that compares the relays.
+//! Passthrough in the network-namespace topology, four contenders per repetition (order rotated), each in a fresh
+//! topology: XDP steering (`--xdp-steer-passthrough`: `xdp_front` on the node's client-facing and pod-facing veths
+//! carries the flow between client and pod), the router's splice(2) relay (the default), its sockmap relay
+//! (`ROUTER_PASSTHROUGH_SOCKMAP=true`), and a direct connection from the client to the pod's TLS port, routed by
+//! the node namespace (the same two veth hops). Per contender three wrk runs over TLS from the client namespace
+//! (`PassLoad`): the 64 MiB download, new connections (`Connection: close`), and one open connection's small
+//! requests (latency). A steering run counts only when the router's /metrics say its flows were steered
+//! (`router_xdp_steered_connections_total` moved, `router_passthrough_bytes_total` did not).
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context as _;
 
-use super::super::measure::{Endpoint, Meter};
-use super::super::pki::CertKey;
+use super::super::backend::HUGE_PATH;
+use super::super::loadgen::{Wrk, CLIENT_CPU};
+use super::super::measure::{wrk_measured, Meter, Watch};
 use super::super::plan::XdpPlan;
 use super::super::process::softirq_threads;
-use super::super::proxies::{Router, RouterRun, SOCKMAP_LOADED};
-use super::super::results::xdp::{PassthroughResult, Relay};
+use super::super::results::xdp::{PassLoad, PassthroughResult, Relay};
 use super::super::results::Sample;
-use super::super::routes::{write_manifests, RouteSet, Termination};
-use super::super::scenario::{Load, Scenario};
 use super::super::stage::Stage;
-use super::super::tls::https_get;
+use super::super::tls::write_connect_script;
+use super::pass_router::{self, PassRouter};
+use super::topology::{Topology, NODE, PASS_HOST, POD, POD_TLS_PORT, ROUTER_HTTPS_PORT};
 
-/// Runs the passthrough download with each relay, `stage.runs` times, order rotated per repetition; failed runs
-/// are added to `failed_runs`.
+/// wrk's response timeout for the 64 MiB body (its default, 2 s, is too short on a shared core).
+const BULK_TIMEOUT: Duration = Duration::from_secs(30);
+/// wrk -c of the new-connection runs.
+const NEW_CONNECTION_CLIENTS: u32 = 32;
+
+/// Runs every contender and load, `stage.runs` times; failed runs are added to `failed_runs`.
 pub fn run(
     stage: &Stage,
     meter: &mut Meter,
     plan: &XdpPlan,
     failed_runs: &mut Vec<String>,
 ) -> anyhow::Result<PassthroughResult> {
-    let set = RouteSet::mixed(
-        1,
-        &stage.backends.pods,
-        &stage.backends.tls_pods,
-        &stage.pki.route_tls(CertKey::Rsa2048, false),
-        &stage.pki.route_tls(CertKey::Rsa2048, true),
-    );
-    let host = set.target_of(Termination::Passthrough).context("no passthrough route")?.host.clone();
     let dir = stage.work.join("xdp-passthrough");
     let manifests = dir.join("manifests");
     std::fs::create_dir_all(&manifests).context("passthrough manifest dir")?;
-    write_manifests(&set, &manifests.join("routes.yaml"))?;
-    let start = |sockmap: bool, name: &str| {
-        let run = RouterRun { passthrough_sockmap: sockmap, ..RouterRun::default() };
-        Router::start(&stage.binary, &manifests, &set, &dir.join(name), &stage.certificate, run)
-            .map(|(router, _)| router)
-    };
-    let splice = start(false, "router-splice.log").context("starting the router (splice relay)")?;
-    let sockmap = start(true, "router-sockmap.log").context("starting the router (sockmap relay)")?;
+    std::fs::write(manifests.join("bench.yaml"), pass_router::manifests()).context("passthrough manifests")?;
+    let www = stage.backends.config.parent().context("nginx dir")?.join("www");
+    let scripts: BTreeMap<Relay, PathBuf> = Relay::ALL
+        .iter()
+        .map(|relay| Ok((*relay, write_connect_script(&dir, target(*relay).0.into())?)))
+        .collect::<anyhow::Result<_>>()?;
     let mut result = PassthroughResult {
         samples: BTreeMap::new(),
         commands: BTreeMap::new(),
         unavailable: BTreeMap::new(),
-        setup: vec![splice.command_line(), sockmap.command_line()],
+        not_steered: Vec::new(),
+        steer_counts: Vec::new(),
+        steer_status: String::new(),
+        setup: vec![format!("# passthrough manifests:\n{}", pass_router::manifests().trim_end())],
     };
-    // The splice logs one line when it loaded; without it the router relays in userspace.
-    let log = std::fs::read_to_string(dir.join("router-sockmap.log")).unwrap_or_default();
-    if !log.contains(SOCKMAP_LOADED) {
-        let line = log.lines().find(|l| l.contains("sockmap")).unwrap_or("no sockmap line in its log");
-        result.unavailable.insert(Relay::Sockmap, format!("the splice did not load: {}", line.trim()));
-    }
-    meter.proxy_pids = vec![splice.proc.pid(), sockmap.proc.pid()];
-    let endpoint_of = |relay: Relay| match relay {
-        Relay::Direct => Endpoint { addr: stage.backends.first_tls(false), host: Some(host.clone()), proxy_pid: None },
-        Relay::Splice => {
-            Endpoint { addr: splice.https_addr(), host: Some(host.clone()), proxy_pid: Some(splice.proc.pid()) }
-        }
-        Relay::Sockmap => {
-            Endpoint { addr: sockmap.https_addr(), host: Some(host.clone()), proxy_pid: Some(sockmap.proc.pid()) }
-        }
-    };
-    let endpoints: BTreeMap<Relay, Endpoint> = Relay::ALL.iter().map(|relay| (*relay, endpoint_of(*relay))).collect();
-    for (relay, at) in &endpoints {
-        let relay = *relay;
-        if result.unavailable.contains_key(&relay) {
-            continue;
-        }
-        match https_get(at.addr, &host, false, &stage.pki.ca, &stage.client_config) {
-            Ok((200, _)) => {}
-            Ok((status, _)) => {
-                result.unavailable.insert(relay, format!("GET https://{host}/ at {} answered {status}", at.addr));
-            }
-            Err(error) => {
-                result.unavailable.insert(relay, format!("GET https://{host}/ at {}: {error:#}", at.addr));
-            }
-        }
-    }
-    let scenario = Scenario {
-        load: Load::PassthroughBulk,
-        routes: set.routes.len(),
-        contenders: Vec::new(),
-        duration: plan.passthrough_duration,
-        connections: plan.passthrough_connections,
-        access_log: false,
-        threads: 1,
-    };
+    let mut router_commands = BTreeMap::new();
     for rep in 0..stage.runs {
         let mut order = Relay::ALL.to_vec();
         order.rotate_left(rep as usize % Relay::ALL.len());
@@ -102,34 +64,141 @@ pub fn run(
             if result.unavailable.contains_key(&relay) {
                 continue;
             }
-            // The kernel's softirq threads move the loopback bytes: theirs is the run's CPU. The sockmap's
-            // kworker time cannot be told from other processes': no noise check there.
-            let ours = softirq_threads();
-            let measured = meter.measure_load(stage, &scenario, &endpoints[&relay], rep, ours, relay != Relay::Sockmap);
-            match measured {
-                Ok((sample, command)) => {
-                    print_run(relay, rep, &sample);
-                    result.commands.entry(relay).or_insert(command);
-                    result.samples.entry(relay).or_default().push(sample);
+            let run_dir = dir.join(format!("{}-{relay:?}", rep + 1));
+            let topology = Topology::create(&run_dir, &www, &stage.pki)?;
+            let router = match relay {
+                Relay::Direct => None,
+                _ => {
+                    let started = PassRouter::start(
+                        &stage.binary,
+                        &topology,
+                        relay,
+                        plan.mode.as_str(),
+                        &stage.certificate,
+                        &manifests,
+                        &run_dir,
+                    );
+                    match started {
+                        Ok(router) => Some(router),
+                        Err(error) => {
+                            println!("bench:   passthrough / {}: not available: {error:#}", relay.label());
+                            result.unavailable.insert(relay, format!("{error:#}"));
+                            continue;
+                        }
+                    }
                 }
-                Err(error) => {
-                    let what = format!("passthrough download / {} run {}: {error:#}", relay.label(), rep + 1);
-                    println!("bench:   {what}");
-                    failed_runs.push(what);
-                }
+            };
+            if let Some(router) = &router {
+                router_commands.entry(relay).or_insert_with(|| router.command_line().to_string());
             }
+            meter.proxy_pids = router.iter().map(PassRouter::pid).collect();
+            for load in PassLoad::ALL {
+                let wrk = wrk_for(plan, &topology, relay, load, &scripts[&relay], stage);
+                let before = router.as_ref().filter(|_| relay == Relay::Steer).map(|r| r.counts(&topology));
+                let measured = measure(meter, &topology, router.as_ref(), relay, &wrk, rep);
+                let what = format!("{} / {} run {}", load.title(), relay.label(), rep + 1);
+                let (sample, command) = match measured {
+                    Ok(measured) => measured,
+                    Err(error) => {
+                        println!("bench:   {what}: {error:#}");
+                        failed_runs.push(format!("{what}: {error:#}"));
+                        continue;
+                    }
+                };
+                if let (Some(router), Some(before)) = (&router, before) {
+                    let moved = before.and_then(|before| router.counts(&topology).map(|now| now.since(&before)));
+                    let why = match &moved {
+                        Ok(moved) => {
+                            result.steer_counts.push(format!(
+                                "{what}: {} steered, {} fallbacks, {} bytes relayed in userspace ({:.0} requests)",
+                                moved.steered,
+                                moved.fallbacks,
+                                moved.relayed_bytes,
+                                sample.requests_per_second * wrk.duration.as_secs_f64()
+                            ));
+                            moved.not_steered()
+                        }
+                        Err(error) => Some(format!("{error:#}")),
+                    };
+                    if let Some(why) = why {
+                        println!("bench:   {what}: NOT STEERED: {why}");
+                        result.not_steered.push(format!("{what}: {why}"));
+                        failed_runs.push(format!("{what}: not steered: {why}"));
+                        continue;
+                    }
+                }
+                print_run(load, relay, rep, &sample);
+                result.commands.entry((load, relay)).or_insert(command);
+                result.samples.entry((load, relay)).or_default().push(sample);
+            }
+            if let Some(router) = router.as_ref().filter(|_| relay == Relay::Steer) {
+                result.steer_status =
+                    router.xdp_status(&topology).unwrap_or_else(|error| format!("(router xdp status: {error:#})\n"));
+            }
+            meter.proxy_pids.clear();
+            drop(router);
+            drop(topology);
         }
     }
-    meter.proxy_pids.clear();
+    result.setup.extend(router_commands.into_iter().map(|(relay, command)| format!("# {}:\n{command}", relay.label())));
     Ok(result)
 }
 
-fn print_run(relay: Relay, rep: u32, sample: &Sample) {
+/// Where `relay`'s client connects: the router's HTTPS port on the node address, or the pod's TLS port.
+fn target(relay: Relay) -> (Ipv4Addr, u16) {
+    match relay {
+        Relay::Direct => (POD, POD_TLS_PORT),
+        _ => (NODE, ROUTER_HTTPS_PORT),
+    }
+}
+
+/// The wrk run of `load` against `relay`, from the client namespace: the URL names the route (SNI and Host), the
+/// connect script the address.
+fn wrk_for(plan: &XdpPlan, topology: &Topology, relay: Relay, load: PassLoad, script: &Path, stage: &Stage) -> Wrk {
+    let (_, port) = target(relay);
+    let (path, connections, duration) = match load {
+        PassLoad::Download => (HUGE_PATH, plan.passthrough_connections, plan.passthrough_duration),
+        PassLoad::NewConnections => ("/", NEW_CONNECTION_CLIENTS, plan.duration),
+        PassLoad::OpenConnection => ("/", 1, plan.duration),
+    };
+    let mut wrk = Wrk::new(format!("https://{PASS_HOST}:{port}{path}"), Some(PASS_HOST.into()), connections, duration);
+    wrk.script = Some(script.to_path_buf());
+    wrk.close = load == PassLoad::NewConnections;
+    wrk.timeout = (load == PassLoad::Download).then_some(BULK_TIMEOUT);
+    wrk.env = vec![("OPENSSL_CONF".into(), stage.client_config.display().to_string())];
+    wrk.netns = Some(topology.client.path());
+    wrk
+}
+
+/// One measured run: the router's CPU, the machine's, the pod's and the softirq threads' as the run's own. The
+/// sockmap's kworker time cannot be told from other processes': no noise check there.
+fn measure(
+    meter: &mut Meter,
+    topology: &Topology,
+    router: Option<&PassRouter>,
+    relay: Relay,
+    wrk: &Wrk,
+    rep: u32,
+) -> anyhow::Result<(Sample, String)> {
+    let mut ours = vec![(topology.nginx_pid(), CLIENT_CPU as usize)];
+    ours.extend(softirq_threads());
+    let watch = Watch { proxy_pid: router.map(PassRouter::pid), ours, check_noise: relay != Relay::Sockmap };
+    let (sample, line, ()) = meter.measure_with(&watch, || Ok(()), || wrk_measured(wrk, rep))?;
+    let line = line.replace(&topology.client.path().display().to_string(), "<client>");
+    Ok((sample, line))
+}
+
+fn print_run(load: PassLoad, relay: Relay, rep: u32, sample: &Sample) {
+    let figure = match load {
+        PassLoad::Download => format!("{:>7.0} MiB/s", sample.bytes_per_second / 1048576.0),
+        _ => format!("{:>7.0} req/s  p99 {:.2} ms", sample.requests_per_second, sample.p99_ms),
+    };
     println!(
-        "bench:   passthrough download, 64 MiB            {:<26} run {}: {:>7.0} MiB/s  machine CPU {:>4.0}%{}",
+        "bench:   {:<44} {:<28} run {}: {figure}  router {:.1}%  machine {:.0}%{}",
+        load.title(),
         relay.label(),
         rep + 1,
-        sample.bytes_per_second / 1048576.0,
+        sample.cpu_percent.unwrap_or(0.0),
         sample.machine_cpu_percent.unwrap_or(0.0),
         if sample.noisy { "  (noisy)" } else { "" },
     );

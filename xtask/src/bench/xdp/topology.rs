@@ -1,15 +1,18 @@
-//! The nodePort topology, made fresh for each path and repetition so that no path inherits another's conntrack or
-//! TIME_WAIT state: client, node and pod network namespaces joined by two veth pairs, nginx as the app pod, and the
-//! router in the node namespace as the one local endpoint of its own Service `openshift-ingress/router-default`
+//! The XDP group's topology, made fresh for each path (or passthrough contender) and repetition so that none
+//! inherits another's conntrack or TIME_WAIT state: client, node and pod network namespaces joined by two veth
+//! pairs, nginx as the app pod (HTTP on :8080, TLS on :8443 with the pods' `*.bench.example.com` certificate), and
+//! the router in the node namespace as the one local endpoint of its own Service `openshift-ingress/router-default`
 //! (`externalTrafficPolicy: Local`, nodePort 30080 -> :80 on the node address):
 //!
 //! ```text
-//! client 10.211.0.1 [xb-c] --- [xb-n] 10.211.0.2  node (router :80)  10.211.1.1 [xb-p] --- [xb-q] 10.211.1.2 pod (nginx :8080)
+//! client 10.211.0.1 [xb-c] --- [xb-n] 10.211.0.2  node (router :80 :443)  10.211.1.1 [xb-p] --- [xb-q] 10.211.1.2 pod (nginx :8080 :8443)
 //! ```
 //!
-//! Every address lives in these namespaces; nothing leaves them. Transmit checksum offload is off on the
-//! client-node pair for every path alike (the XDP front rewrites ports of packets whose checksum the sender left
-//! to the device).
+//! The node forwards between the two (the passthrough's direct contender reaches the pod through it). Every address
+//! lives in these namespaces; nothing leaves them. Transmit checksum offload is off on every veth end for every
+//! path alike (the XDP front rewrites packets whose checksum the sender left to the device), and GRO is on at the
+//! client's and the pod's ends: a driver-mode XDP redirect into a veth is dropped unless its peer has a NAPI ring,
+//! which a veth has only with an XDP program or GRO on.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -18,9 +21,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 
+use super::super::backend::HUGE_PATH;
 use super::super::interrupt::{self, Resource};
 use super::super::loadgen::CLIENT_CPU;
 use super::super::netns::{stale_owner, veth_pair, NetNs, VethEnd, PREFIX};
+use super::super::pki::Pki;
 use super::super::process::{log_tail, wait_until, Proc};
 use super::super::proxies::PROXY_CPU;
 use super::super::results::xdp::NodePath;
@@ -28,6 +33,16 @@ use super::super::results::xdp::NodePath;
 pub const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 211, 0, 1);
 pub const NODE: Ipv4Addr = Ipv4Addr::new(10, 211, 0, 2);
 pub const POD: Ipv4Addr = Ipv4Addr::new(10, 211, 1, 2);
+/// The node's address on the pod side (the pods' gateway).
+const NODE_POD_SIDE: Ipv4Addr = Ipv4Addr::new(10, 211, 1, 1);
+/// The pod's TLS port (passthrough).
+pub const POD_TLS_PORT: u16 = 8443;
+/// The router's HTTPS port on the node address.
+pub const ROUTER_HTTPS_PORT: u16 = 443;
+/// The passthrough route's host (the pods' certificate is for `*.bench.example.com`).
+pub const PASS_HOST: &str = "pass.bench.example.com";
+/// The node's interface towards the pod: the steering's pod-facing interface.
+pub const POD_FACING_IFACE: &str = "xb-p";
 /// The router's own Service: its nodePort, health-check nodePort, and the router's port on the node address.
 pub const NODE_PORT: u16 = 30080;
 const HEALTH_CHECK_NODE_PORT: u16 = 32000;
@@ -36,11 +51,11 @@ const POD_PORT: u16 = 8080;
 /// The route's host.
 pub const HOST: &str = "app.example.com";
 /// The node's interface towards the client: the XDP front's.
-const NODE_IFACE: &str = "xb-n";
-const NODE_NAME: &str = "bench-node";
+pub const NODE_IFACE: &str = "xb-n";
+pub const NODE_NAME: &str = "bench-node";
 const ROUTER_SERVICE: &str = "openshift-ingress/router-default";
 /// Longest the router may take to serve the route through the path after it started.
-const ROUTER_START_LIMIT: Duration = Duration::from_secs(30);
+pub const ROUTER_START_LIMIT: Duration = Duration::from_secs(30);
 /// Where the XDP maps are pinned: `/sys/fs/bpf/xtask-bench-<pid>-<n>`.
 const BPFFS: &str = "/sys/fs/bpf";
 
@@ -117,14 +132,14 @@ pub struct Topology {
 impl Topology {
     /// Creates the namespaces and links in `dir`'s name and starts nginx in the pod namespace serving `www`'s
     /// `body.html` (the bench pods' 1 KiB body) for every path.
-    pub fn create(dir: &Path, www: &Path) -> anyhow::Result<Topology> {
+    pub fn create(dir: &Path, www: &Path, pki: &Pki) -> anyhow::Result<Topology> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let client = NetNs::create("client")?;
         let node = NetNs::create("node")?;
         let pod = NetNs::create("pod")?;
         let cidr = |ip: Ipv4Addr| format!("{ip}/24");
         let (client_cidr, node_cidr) = (cidr(CLIENT), cidr(NODE));
-        let (node_pod_cidr, pod_cidr) = ("10.211.1.1/24".to_string(), cidr(POD));
+        let (node_pod_cidr, pod_cidr) = (cidr(NODE_POD_SIDE), cidr(POD));
         veth_pair(
             VethEnd { ns: &client, name: "xb-c", cidr: &client_cidr },
             VethEnd { ns: &node, name: NODE_IFACE, cidr: &node_cidr },
@@ -133,11 +148,18 @@ impl Topology {
             VethEnd { ns: &node, name: "xb-p", cidr: &node_pod_cidr },
             VethEnd { ns: &pod, name: "xb-q", cidr: &pod_cidr },
         )?;
-        client.run("ethtool", &["-K", "xb-c", "tx", "off"])?;
-        node.run("ethtool", &["-K", NODE_IFACE, "tx", "off"])?;
+        for (ns, iface) in [(&client, "xb-c"), (&node, NODE_IFACE), (&node, POD_FACING_IFACE), (&pod, "xb-q")] {
+            ns.run("ethtool", &["-K", iface, "tx", "off"])?;
+        }
+        for (ns, iface) in [(&client, "xb-c"), (&pod, "xb-q")] {
+            ns.run("ethtool", &["-K", iface, "gro", "on"])?;
+        }
+        node.run("sysctl", &["-qw", "net.ipv4.ip_forward=1"])?;
+        client.ip(&["route", "add", "10.211.1.0/24", "via", &NODE.to_string()])?;
+        pod.ip(&["route", "add", "default", "via", &NODE_POD_SIDE.to_string()])?;
 
         let config = dir.join("nginx.conf");
-        std::fs::write(&config, nginx_config(dir, www)).context("writing the pod's nginx.conf")?;
+        std::fs::write(&config, nginx_config(dir, www, pki)).context("writing the pod's nginx.conf")?;
         let args = vec![
             "-p".into(),
             dir.display().to_string(),
@@ -173,9 +195,15 @@ impl Topology {
                 .into(),
             format!("ip link add xb-c netns <client> type veth peer name {NODE_IFACE} netns <node>  # {CLIENT}/24 - {NODE}/24"),
             format!("ip link add xb-p netns <node> type veth peer name xb-q netns <pod>  # 10.211.1.1/24 - {POD}/24"),
-            format!("nsenter --net=<client> ethtool -K xb-c tx off; nsenter --net=<node> ethtool -K {NODE_IFACE} tx off"),
+            format!("ethtool -K <dev> tx off  # xb-c, {NODE_IFACE}, {POD_FACING_IFACE}, xb-q, each in its namespace"),
+            "ethtool -K <dev> gro on  # xb-c, xb-q: the receiving ends of driver-mode redirects".into(),
             format!(
-                "taskset -c {CLIENT_CPU} nsenter --net=<pod> nginx -c nginx.conf  # one worker, {POD}:{POD_PORT}, the 1 KiB body"
+                "nsenter --net=<node> sysctl -w net.ipv4.ip_forward=1; nsenter --net=<client> ip route add 10.211.1.0/24 \
+                 via {NODE}; nsenter --net=<pod> ip route add default via {NODE_POD_SIDE}"
+            ),
+            format!(
+                "taskset -c {CLIENT_CPU} nsenter --net=<pod> nginx -c nginx.conf  # one worker, {POD}:{POD_PORT} the 1 KiB \
+                 body, {POD}:{POD_TLS_PORT} TLS (/huge.bin: 64 MiB, else the 1 KiB body)"
             ),
         ]
     }
@@ -189,7 +217,7 @@ fn http_get(ns: &NetNs, url: &str) -> u16 {
     out.map_or(0, |code| code.trim().parse().unwrap_or(0))
 }
 
-fn nginx_config(dir: &Path, www: &Path) -> String {
+fn nginx_config(dir: &Path, www: &Path, pki: &Pki) -> String {
     format!(
         "# Generated by `cargo xtask bench` (XDP group): the app pod, one worker.
 daemon off;
@@ -204,7 +232,7 @@ http {{
   fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi;
   scgi_temp_path {dir}/scgi;
-  types {{ text/html html; }}
+  types {{ text/html html; application/octet-stream bin; }}
   keepalive_timeout 300s;
   keepalive_requests 1000000;
   server {{
@@ -212,23 +240,35 @@ http {{
     root {www};
     location / {{ try_files /body.html =404; }}
   }}
+  server {{
+    listen {POD}:{POD_TLS_PORT} ssl backlog=4096;
+    ssl_certificate {certificate};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    sendfile on;
+    root {www};
+    location = {HUGE_PATH} {{ }}
+    location / {{ try_files /body.html =404; }}
+  }}
 }}
 ",
         dir = dir.display(),
         www = www.display(),
+        certificate = pki.pod_certificate.display(),
+        key = pki.pod_key.display(),
     )
 }
 
 /// A bpffs directory for one router's pins, `/sys/fs/bpf/xtask-bench-<pid>-<n>`; the router removes its pins when
 /// it exits cleanly, this removes whatever is left on drop (and on Ctrl-C, through `interrupt`).
 pub struct PinDir {
-    path: PathBuf,
+    pub path: PathBuf,
 }
 
 static NEXT_PIN_DIR: AtomicU32 = AtomicU32::new(0);
 
 impl PinDir {
-    fn new() -> PinDir {
+    pub fn create() -> PinDir {
         let n = NEXT_PIN_DIR.fetch_add(1, Ordering::Relaxed);
         let path = Path::new(BPFFS).join(format!("{PREFIX}-{}-{n}", std::process::id()));
         interrupt::register(Resource::PinDir(path.clone()));
@@ -291,7 +331,7 @@ impl NodeRouter {
         .iter()
         .map(|arg| arg.to_string())
         .collect();
-        let pin_dir = (path == NodePath::Xdp).then(PinDir::new);
+        let pin_dir = (path == NodePath::Xdp).then(PinDir::create);
         if let Some(pin_dir) = &pin_dir {
             let pins = pin_dir.path.display().to_string();
             args.extend(["--xdp-iface", NODE_IFACE, "--xdp-mode", xdp_mode, "--bpf-pin-dir", &pins].map(String::from));
