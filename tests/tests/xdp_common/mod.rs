@@ -17,8 +17,6 @@ use std::{
 
 use router_tests::netns::NetNs;
 
-pub mod steer_topology;
-
 pub fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
