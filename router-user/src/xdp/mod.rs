@@ -61,6 +61,7 @@ mod object;
 #[cfg(test)]
 mod packet_tests;
 pub mod status;
+mod steer_fallback;
 mod steer_fallbacks;
 mod steer_flows;
 #[cfg(test)]
@@ -79,6 +80,7 @@ pub use counters::XdpCounters;
 pub use desired::Desired;
 pub use error::XdpError;
 pub use maps::MapFill;
+pub use steer_fallback::Fallback as SteerFallback;
 pub use steer_fallbacks::{STEER_FALLBACKS, STEER_FALLBACK_SLOTS};
 pub use steer_flows::SteeredFlowRow;
 pub use steer_maps::SteerMaps;

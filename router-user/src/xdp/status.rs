@@ -87,7 +87,7 @@ impl XdpStatus {
         maps.extend(steer.fill()?);
         let flows = steer_flows::rows(&steer.flows, super::conntrack::monotonic_ns());
         let counts = steer_fallbacks::read(&steer.fallbacks)?;
-        let fallbacks = crate::relay::steer::Fallback::ALL
+        let fallbacks = super::SteerFallback::ALL
             .iter()
             .map(|reason| (reason.label(), counts.get(reason.slot() as usize).copied().unwrap_or(0)))
             .collect();

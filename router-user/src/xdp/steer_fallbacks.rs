@@ -1,5 +1,5 @@
 //! `<pin_dir>/STEER_FALLBACKS`: how many passthrough connections stayed on the userspace relay, per
-//! reason (index = the reason's position in `relay::steer::Fallback::ALL`). A plain array created by
+//! reason (index = the reason's position in `SteerFallback::ALL`, xdp/steer_fallback.rs). A plain array created by
 //! the loader (no eBPF program uses it), pinned beside the datapath's maps so that `router xdp
 //! status` reads the counts from a running router and from the pins a SIGKILLed one left, and a
 //! router that adopts the pins counts on from there (`/metrics` starts from zero in each process).

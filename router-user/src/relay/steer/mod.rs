@@ -16,7 +16,6 @@ mod adopt;
 mod aya_maps;
 pub mod datapath;
 mod entries;
-mod fallback;
 mod leg;
 mod ports;
 mod reserved_ports;
@@ -41,7 +40,9 @@ use tokio::net::TcpStream;
 use tracing::{debug, info, warn};
 
 pub use datapath::{DatapathError, SteerDatapath};
-pub use fallback::Fallback;
+// The reasons live beside the pinned array that counts them (`xdp::steer_fallbacks`), which `router xdp status`
+// reads without the relay.
+pub use crate::xdp::SteerFallback as Fallback;
 pub use setup::SetupTiming;
 
 use crate::metrics::{Metrics, SteerFallbackLabels};

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::datapath::DatapathError;
 use super::entries::{self, RouterSide};
-use super::fallback::Fallback;
 use super::segment::{Segment, TcpOptions, TCP_ACK, TCP_PSH, TCP_RST, TCP_SYN, TIMESTAMP_OPTION_BYTES};
+use super::Fallback;
 use super::{SteeredFlow, Steering};
 use crate::xdp::conntrack::monotonic_ns;
 

@@ -94,7 +94,7 @@ mod tests {
         let mut slots: Vec<u32> = Fallback::ALL.iter().map(|reason| reason.slot()).collect();
         slots.dedup();
         assert_eq!(slots.len(), Fallback::ALL.len());
-        assert!(Fallback::ALL.len() as u32 <= crate::xdp::STEER_FALLBACK_SLOTS);
+        assert!(Fallback::ALL.len() as u32 <= super::super::STEER_FALLBACK_SLOTS);
         assert_eq!(Fallback::ReplayUnacked.slot(), 13);
     }
 }
