@@ -1,8 +1,8 @@
 //! A tiny HTTP backend that says who answered: every response carries `x-backend: <name>` and a JSON body with
-//! the backend's name and the request it saw (method, path, headers). Upgrade requests get a 101 and an echo
-//! of every byte sent afterwards, like a minimal WebSocket server. The report also says which HTTP version the
-//! backend saw (`version`), the peer address (`peer`) and, for TLS backends, the SNI and ALPN of the
-//! connection (`tls`).
+//! the backend's name and the request it saw (method, path, HTTP/2 `:authority`, headers). Upgrade requests
+//! get a 101 and an echo of every byte sent afterwards, like a minimal WebSocket server. The report also says
+//! which HTTP version the backend saw (`version`), the peer address (`peer`) and, for TLS backends, the SNI
+//! and ALPN of the connection (`tls`).
 //!
 //! Besides plain HTTP/1.1 (`start`), a backend can serve over TLS with a given certificate (`start_tls`, for
 //! reencrypt and passthrough pods; HTTP/1.1 or HTTP/2 by ALPN) or over cleartext HTTP/1.1 and prior-knowledge
@@ -165,11 +165,14 @@ async fn answer(
     let method = request.method().to_string();
     let version = format!("{:?}", request.version());
     let path = request.uri().path_and_query().map_or("/".to_string(), |pq| pq.to_string());
+    // HTTP/2's `:authority` (an HTTP/1.1 origin-form target has none).
+    let authority = request.uri().authority().map(|authority| authority.to_string());
     let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let report = serde_json::json!({
         "backend": &*name,
         "method": method,
         "path": path,
+        "authority": authority,
         "headers": seen_headers,
         "body_len": body.len(),
         "version": version,

@@ -1,6 +1,7 @@
 //! The connection to pods: HTTP/1.1 by the router's own pooled client (`pod`), HTTP/2 cleartext for h2c
 //! endpoints and TLS per reencrypt route by hyper's pooled clients, with the connect and server timeouts
-//! applied and failures classified.
+//! applied and failures classified. Over HTTP/2 the client's host is the `:authority` and no Host header goes
+//! along (hyper's clients are per pod for that, see `tls::per_pod_clients`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::client_body::ClientBody;
 use super::pod::{PodBody, PodClient, PodError};
 use crate::balance::AttemptError;
-use crate::tls::{ReencryptUpstream, UpstreamBody, POD_POOL_IDLE_TIMEOUT};
+use crate::tls::{name_the_host, HostHeader, PerPodClients, ReencryptUpstream, POD_POOL_IDLE_TIMEOUT};
 
 /// A pod's response body: from hyper's client (h2c, reencrypt) or the router's HTTP/1.1 client.
 pub type PodResponseBody = Either<Incoming, PodBody>;
@@ -57,7 +58,7 @@ impl AttemptError for UpstreamError {
 
 pub struct Upstream {
     http1: PodClient,
-    h2c: Client<HttpConnector, UpstreamBody>,
+    h2c: PerPodClients<HttpConnector>,
 }
 
 /// How a request reaches its pod.
@@ -75,14 +76,14 @@ impl Upstream {
         connector.set_connect_timeout(Some(connect_timeout));
         connector.set_nodelay(true);
         connector.enforce_http(true);
-        let h2c = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
+        let mut h2c = Client::builder(TokioExecutor::new());
+        h2c.pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
-            // The Host header is the client's, never the pod address.
+            // HTTP/2 only: the client's host goes as `:authority` (`name_the_host`), never the pod address.
             .set_host(false)
-            .http2_only(true)
-            .build(connector);
+            .http2_only(true);
+        let h2c = PerPodClients::new(h2c, connector, "http");
         Self { http1: PodClient::new(connect_timeout, POD_POOL_IDLE_TIMEOUT), h2c }
     }
 
@@ -114,8 +115,11 @@ impl Upstream {
         *request.uri_mut() = upstream_uri(scheme, addr, &parts.uri);
         *request.version_mut() = if matches!(via, Via::H2c) { Version::HTTP_2 } else { Version::HTTP_11 };
         let sent = match via {
-            Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.request(request)).await,
-            _ => tokio::time::timeout(server_timeout, self.h2c.request(request)).await,
+            Via::Reencrypt(upstream) => tokio::time::timeout(server_timeout, upstream.request(addr, request)).await,
+            _ => {
+                name_the_host(&mut request, HostHeader::Drop);
+                tokio::time::timeout(server_timeout, self.h2c.client(addr).request(request)).await
+            }
         };
         match sent {
             Err(_) => Err(UpstreamError::Timeout(server_timeout)),
@@ -126,8 +130,8 @@ impl Upstream {
     }
 }
 
-/// `<scheme>://<pod>/<path>`: HTTP/1.1 sends the path alone, HTTP/2 the scheme and pod as `:scheme` and
-/// `:authority` (`https` over reencrypt TLS).
+/// `<scheme>://<pod>/<path>` (`https` over reencrypt TLS): HTTP/1.1 sends the path alone; for HTTP/2,
+/// `name_the_host` puts the client's host in place of the pod (`:authority`).
 fn upstream_uri(scheme: &str, addr: SocketAddr, original: &Uri) -> Uri {
     let path = original.path_and_query().map_or("/", |pq| pq.as_str());
     // An IP, a port and an already-parsed path always form a valid URI; fall back to the pod root if not.

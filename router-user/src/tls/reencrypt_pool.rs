@@ -2,20 +2,20 @@
 //! `reencrypt_tls`), over pooled keep-alive clients of its own. The route table keeps one per route, so that
 //! its connections outlive table rebuilds; the proxy sends requests through it. ALPN offers `h2, http/1.1`;
 //! a connection on which the pod picked `h2` carries requests as HTTP/2 streams (gRPC, with trailers), any
-//! other as HTTP/1.1. An upgrade request (WebSocket) goes over a second pool offering `http/1.1` only, since
-//! HTTP/2 has no `Upgrade`.
+//! other as HTTP/1.1. Those clients are per pod (`per_pod_clients`), so that the request URI names the
+//! client's host: HTTP/2 carries it as `:authority` without a Host header (nginx refuses both). An upgrade
+//! request (WebSocket) goes over a second pool offering `http/1.1` only, since HTTP/2 has no `Upgrade`, its URI
+//! naming the pod and the Host header kept.
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{header, Method, Request, Uri};
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{Either, Empty};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -23,19 +23,16 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tracing::warn;
 
+use super::per_pod_clients::{name_the_host, HostHeader, PerPodClients, UpstreamBody};
 use super::upstream_config::{ReencryptTls, Verification};
-
-/// A request body on its way to a pod over hyper's client: the client's stream (as the proxy watches it), or
-/// nothing.
-pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, hyper::Error>, Empty<Bytes>>;
 
 /// Idle pooled connections to pods are closed after this long.
 pub const POD_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// One reencrypt route's way to its pods.
 pub struct ReencryptUpstream {
-    /// ALPN `h2, http/1.1`: HTTP/2 when the pod picks it.
-    client: Client<PodTlsConnector, UpstreamBody>,
+    /// ALPN `h2, http/1.1`: HTTP/2 when the pod picks it; one client per pod.
+    pods: PerPodClients<PodTlsConnector>,
     /// ALPN `http/1.1` only: for upgrades.
     http1: Client<PodTlsConnector, UpstreamBody>,
 }
@@ -63,25 +60,31 @@ impl ReencryptUpstream {
             tls: tokio_rustls::TlsConnector::from(config),
             name: tls.server_name.clone(),
         };
-        let client = |connector| {
-            Client::builder(TokioExecutor::new())
+        let builder = |set_host| {
+            let mut builder = Client::builder(TokioExecutor::new());
+            builder
                 .pool_idle_timeout(POD_POOL_IDLE_TIMEOUT)
                 .pool_timer(TokioTimer::new())
                 .timer(TokioTimer::new())
-                .set_host(false)
-                .build(connector)
+                .set_host(set_host);
+            builder
         };
-        Self { client: client(connector(Arc::clone(&tls.config))), http1: client(connector(Arc::new(http1_config))) }
+        // Per pod, the URI names the client's host: with `set_host(true)`, HTTP/1.1 writes back the Host header
+        // `name_the_host` removed. The upgrade pool's URI names the pod: its Host header is the client's.
+        let pods = PerPodClients::new(builder(true), connector(Arc::clone(&tls.config)), "https");
+        Self { pods, http1: builder(false).build(connector(Arc::new(http1_config))) }
     }
 
-    /// Sends `request` (its URI naming the pod) on a pooled TLS connection, or a new one: an upgrade request on
-    /// an HTTP/1.1 one, any other on whatever the pod picked.
-    pub fn request(&self, request: Request<UpstreamBody>) -> ResponseFuture {
+    /// Sends `request` (its URI `https://<pod><path>`) to `pod` on a pooled TLS connection, or a new one: an
+    /// upgrade request on an HTTP/1.1 one, any other on whatever the pod picked, its URI then naming the
+    /// client's host (HTTP/2's `:authority`).
+    pub fn request(&self, pod: SocketAddr, mut request: Request<UpstreamBody>) -> ResponseFuture {
         let upgrade = request.headers().contains_key(header::UPGRADE) || request.method() == Method::CONNECT;
-        match upgrade {
-            true => self.http1.request(request),
-            false => self.client.request(request),
+        if upgrade {
+            return self.http1.request(request);
         }
+        name_the_host(&mut request, HostHeader::DropWhenRebuilt);
+        self.pods.client(pod).request(request)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Certificates for the TLS scenarios, made with the openssl CLI in the bench's work directory: a CA, one RSA-2048
 //! certificate for `*.bench.example.com` signed by it (the default certificate of both proxies, and the own
 //! certificate of every edge and reencrypt route), an ECDSA P-256 one for the same names (the routes' own in the
-//! ECDSA group), and the pods' certificate (`*.bench.example.com` for passthrough, `*.bench.svc` for the
+//! ECDSA group), a second RSA-2048 one for the same names (the HTTP/2 scenario's target route's own: both
+//! proxies offer h2 only on a certificate exactly one route uses), and the pods' certificate (`*.bench.example.com` for passthrough, `*.bench.svc` for the
 //! `<service>.<namespace>.svc` name reencrypt checks).
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ pub struct Pki {
     /// The routes' certificate and key with an ECDSA P-256 key (same names, same CA).
     pub ecdsa_route_certificate: String,
     pub ecdsa_route_key: String,
+    /// A second RSA-2048 certificate and key (same names, same CA), used by one route only.
+    pub own_route_certificate: String,
+    pub own_route_key: String,
     /// The route certificate and its key in one PEM file: the default certificate of both proxies.
     pub default_pem: PathBuf,
     pub pod_certificate: PathBuf,
@@ -54,11 +58,13 @@ impl Pki {
         let route_names = format!("DNS:*.{DOMAIN},DNS:{DOMAIN}");
         let (route_cert, route_key) = signed(dir, "route", CertKey::Rsa2048, &ca, &ca_key, &route_names)?;
         let (ecdsa_cert, ecdsa_key) = signed(dir, "route-ecdsa", CertKey::EcdsaP256, &ca, &ca_key, &route_names)?;
+        let (own_cert, own_key) = signed(dir, "route-own", CertKey::Rsa2048, &ca, &ca_key, &route_names)?;
         let (pod_certificate, pod_key) =
             signed(dir, "pod", CertKey::Rsa2048, &ca, &ca_key, &format!("DNS:*.{DOMAIN},DNS:*.{NAMESPACE}.svc"))?;
         let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
         let (ca_pem, route_certificate, route_key) = (read(&ca)?, read(&route_cert)?, read(&route_key)?);
         let (ecdsa_route_certificate, ecdsa_route_key) = (read(&ecdsa_cert)?, read(&ecdsa_key)?);
+        let (own_route_certificate, own_route_key) = (read(&own_cert)?, read(&own_key)?);
         let default_pem = dir.join("default.pem");
         std::fs::write(&default_pem, format!("{route_certificate}{route_key}"))
             .context("writing the default certificate")?;
@@ -69,6 +75,8 @@ impl Pki {
             route_key,
             ecdsa_route_certificate,
             ecdsa_route_key,
+            own_route_certificate,
+            own_route_key,
             default_pem,
             pod_certificate,
             pod_key,
@@ -87,6 +95,16 @@ impl Pki {
             key: private_key.clone(),
             ca_certificate: Some(self.ca_pem.clone()),
             destination_ca: reencrypt.then(|| self.ca_pem.clone()),
+        }
+    }
+
+    /// An edge route's `spec.tls` with the RSA-2048 certificate no other route carries (nor the default).
+    pub fn own_route_tls(&self) -> Certificates {
+        Certificates {
+            certificate: self.own_route_certificate.clone(),
+            key: self.own_route_key.clone(),
+            ca_certificate: Some(self.ca_pem.clone()),
+            destination_ca: None,
         }
     }
 }
@@ -234,6 +252,14 @@ mod tests {
             let from_cert = openssl_out(&["x509", "-noout", "-pubkey", "-in", &path(&cert)]);
             assert_eq!(from_key, from_cert, "{key:?}: the key belongs to the certificate");
         }
+        let own = pki.own_route_tls();
+        assert_ne!(own.certificate, pki.route_tls(CertKey::Rsa2048, false).certificate, "a certificate of its own");
+        let cert = dir.join("own.pem");
+        std::fs::write(&cert, &own.certificate).expect("writing");
+        let text = openssl_out(&["x509", "-noout", "-text", "-in", &path(&cert)]);
+        assert!(text.contains("rsaEncryption") && text.contains("2048 bit"), "own: {text}");
+        let verified = openssl_out(&["verify", "-CAfile", &path(&pki.ca), &path(&cert)]);
+        assert!(verified.contains(": OK"), "own: {verified}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

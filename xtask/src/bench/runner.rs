@@ -15,7 +15,7 @@ use super::plan::Group;
 use super::process::{self, wait_until};
 use super::proxies::{haproxy_options, Haproxy, Router, RouterRun, TlsProvider};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
-use super::routes::{write_manifests, BenchRoute, RouteSet, Termination};
+use super::routes::{give_own_certificate, write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
 use super::stage::Stage;
 use super::syslog::SyslogSink;
@@ -51,7 +51,7 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         None => group.routes.to_string(),
         Some(_) => group.name(),
     };
-    let set = match group.tls {
+    let mut set = match group.tls {
         None => RouteSet::http(group.routes, &stage.backends.pods),
         Some(tls) => RouteSet::mixed(
             group.routes / 4,
@@ -61,6 +61,10 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
             &stage.pki.route_tls(tls.key, true),
         ),
     };
+    if group.scenarios.iter().any(|scenario| scenario.load == Load::EdgeHttp2) {
+        // The router (as OpenShift's) offers h2 only on a certificate exactly one route uses; HAProxy gets it too.
+        give_own_certificate(&mut set, Termination::Edge, stage.pki.own_route_tls());
+    }
     let manifest_dir = stage.work.join(format!("manifests-{name}"));
     std::fs::create_dir_all(&manifest_dir).context("manifest dir")?;
     write_manifests(&set, &manifest_dir.join("routes.yaml"))?;

@@ -119,7 +119,9 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
              routes, the target of each kind in the middle of its kind. Certificates from the openssl CLI: a CA, one \
              RSA-2048 certificate for `*.bench.example.com` (both proxies' default certificate, HAProxy's `crt` and \
              the router's `DEFAULT_CERTIFICATE_PATH`, and every edge/reencrypt route's own certificate with the CA \
-             as caCertificate), the pods' certificate (`*.bench.example.com`, `*.bench.svc`; reencrypt routes carry \
+             as caCertificate; in a group with the HTTP/2 scenario, its target edge route carries a second RSA-2048 \
+             certificate of its own, since the router, as OpenShift's, offers h2 only on a certificate exactly one \
+             route uses), the pods' certificate (`*.bench.example.com`, `*.bench.svc`; reencrypt routes carry \
              the CA as destinationCACertificate). Passthrough and reencrypt pods are nginx TLS listeners (HTTP/2 \
              enabled). Every client (wrk, h2load, curl, s_client) offers TLS 1.3 with TLS_AES_256_GCM_SHA384 only \
              (`OPENSSL_CONF`, and `--tls13-ciphers` for h2load); wrk and h2load send the route's name as SNI and \
