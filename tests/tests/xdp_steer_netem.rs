@@ -28,7 +28,6 @@ mod xdp_common;
 use std::{
     fs,
     path::Path,
-    process::Command,
     thread,
     time::{Duration, Instant},
 };
@@ -36,6 +35,7 @@ use std::{
 use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
 use router_tests::pki::TestCa;
+use xdp_common::steer_topology::{download_content, metric, metrics, sha256_file};
 use xdp_common::{is_root, remove_stale_pin_dirs, require_tools, router_binary, PinDir, Process};
 
 const PREFIX: &str = "rtsn";
@@ -80,38 +80,6 @@ fn reordered(pod: &NetNs) -> u64 {
 fn ethtool(ns: &NetNs, dev: &str, feature: &str, on: &str) {
     let out = ns.command("ethtool").args(["-K", dev, feature, on]).output().expect("run ethtool");
     assert!(out.status.success(), "ethtool -K {dev} {feature} {on}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// 16 MiB that a byte shifted anywhere would change.
-fn download_content() -> Vec<u8> {
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..DOWNLOAD_BYTES)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
-fn sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().expect("run sha256sum");
-    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_owned()
-}
-
-fn metrics(node: &NetNs) -> Option<String> {
-    let out = node.command("curl").args(["-sS", "-m", "2", "http://127.0.0.1:1936/metrics"]).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The sum of every sample of `name` (any labels) in a Prometheus text page.
-fn metric(text: &str, name: &str) -> u64 {
-    text.lines()
-        .filter(|line| line.starts_with(name) && matches!(line.as_bytes().get(name.len()), Some(b' ' | b'{')))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .sum()
 }
 
 #[test]
@@ -165,7 +133,8 @@ fn steered_download_survives_loss_and_reordering_on_the_pod_leg() {
     fs::write(work.path().join("cert.pem"), leaf.chain_pem()).expect("write cert");
     fs::write(work.path().join("key.pem"), &leaf.key_pem).expect("write key");
     fs::write(work.path().join("ca.pem"), &ca.cert_pem).expect("write CA");
-    let content = download_content();
+    // The first 16 MiB of the steering tests' download: at 1% loss a larger file only lengthens the test.
+    let content = download_content()[..DOWNLOAD_BYTES].to_vec();
     fs::write(work.path().join(DOWNLOAD), &content).expect("write download");
     let script = format!(
         "cd '{}' && exec openssl s_server -quiet -WWW -accept {POD}:8443 -cert cert.pem -key key.pem",
@@ -231,7 +200,7 @@ fn steered_download_survives_loss_and_reordering_on_the_pod_leg() {
         router.log()
     );
     assert_eq!(fs::metadata(&body).expect("body").len(), DOWNLOAD_BYTES as u64, "download length");
-    assert_eq!(sha256(&body), sha256(&work.path().join(DOWNLOAD)), "download sha256");
+    assert_eq!(sha256_file(&body), sha256_file(&work.path().join(DOWNLOAD)), "download sha256");
 
     let text = metrics(&node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_connections_total"), 1, "steered: {text}");
