@@ -1,38 +1,13 @@
 //! The XDP group's part of the results: nodePort through XDP / iptables / direct, the SYN flood, passthrough
 //! (`xdp_passthrough`: XDP steering, the relays, direct), the XDP front's counters, and how it was all set up.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::super::results::xdp::{NodeLoad, NodePath, NodeResult, XdpOutcome, XdpStatus};
 use super::super::results::Sample;
 use super::super::stats::Summary;
 use super::format::{range, ratio_text, si};
-use super::xdp_passthrough::{self, passthrough_section, passthrough_tables};
-
-/// `pick` of each run, by repetition.
-fn by_rep(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> BTreeMap<u32, f64> {
-    samples.map(|s| s.iter().filter_map(|s| pick(s).map(|v| (s.rep, v))).collect()).unwrap_or_default()
-}
-
-/// Median (min–max) of `pick` over a path's runs.
-fn summary(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> Option<Summary> {
-    Summary::of(&by_rep(samples, pick).into_values().collect::<Vec<_>>())
-}
-
-/// Ratios `ours / theirs` of the runs of the same repetition.
-fn paired(
-    ours: Option<&Vec<Sample>>,
-    theirs: Option<&Vec<Sample>>,
-    pick: impl Fn(&Sample) -> Option<f64> + Copy,
-) -> Option<Summary> {
-    let theirs = by_rep(theirs, pick);
-    let ratios: Vec<f64> = by_rep(ours, pick)
-        .into_iter()
-        .filter_map(|(rep, v)| theirs.get(&rep).filter(|t| **t > 0.0).map(|t| v / t))
-        .collect();
-    Summary::of(&ratios)
-}
+use super::xdp_passthrough::{self, paired, passthrough_section, passthrough_tables, summary};
 
 fn rps(sample: &Sample) -> Option<f64> {
     Some(sample.requests_per_second)

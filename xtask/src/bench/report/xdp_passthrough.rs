@@ -16,12 +16,13 @@ fn by_rep(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) 
     samples.map(|s| s.iter().filter_map(|s| pick(s).map(|v| (s.rep, v))).collect()).unwrap_or_default()
 }
 
-fn summary(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> Option<Summary> {
+/// Median (min–max) of `pick` over a contender's runs.
+pub(super) fn summary(samples: Option<&Vec<Sample>>, pick: impl Fn(&Sample) -> Option<f64>) -> Option<Summary> {
     Summary::of(&by_rep(samples, pick).into_values().collect::<Vec<_>>())
 }
 
 /// Ratios `ours / theirs` of the runs of the same repetition.
-fn paired(
+pub(super) fn paired(
     ours: Option<&Vec<Sample>>,
     theirs: Option<&Vec<Sample>>,
     pick: impl Fn(&Sample) -> Option<f64> + Copy,
