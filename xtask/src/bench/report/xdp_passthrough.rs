@@ -131,74 +131,82 @@ pub fn passthrough_section(result: &PassthroughResult, plan: &XdpPlan) -> String
 
 /// The three tables: download, new connections, open-connection latency.
 pub fn passthrough_tables(result: &PassthroughResult) -> String {
-    let mut out = String::from(
-        "\n| download, 64 MiB | MiB/s | vs direct | vs splice(2) relay | router CPU ms/GiB | machine CPU ms/GiB |\n\
+    let mut out = String::new();
+    relay_table(
+        &mut out,
+        result,
+        PassLoad::Download,
+        "| download, 64 MiB | MiB/s | vs direct | vs splice(2) relay | router CPU ms/GiB | machine CPU ms/GiB |\n\
          |---|---|---|---|---|---|\n",
+        |relay, samples| {
+            let load = PassLoad::Download;
+            vec![
+                range(summary(samples, mib), |v| format!("{v:.0}")),
+                versus(result, load, relay, Relay::Direct, mib),
+                versus(result, load, relay, Relay::Splice, mib),
+                range(summary(samples, router_ms_per_gib), |v| format!("{v:.1}")),
+                range(summary(samples, machine_ms_per_gib), |v| format!("{v:.0}")),
+            ]
+        },
     );
-    let load = PassLoad::Download;
-    for relay in Relay::ALL {
-        if let Some(row) = unavailable_row(result, relay, 5) {
-            out.push_str(&row);
-            continue;
-        }
-        let samples = result.of(load, relay);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            relay.label(),
-            range(summary(samples, mib), |v| format!("{v:.0}")),
-            versus(result, load, relay, Relay::Direct, mib),
-            versus(result, load, relay, Relay::Splice, mib),
-            range(summary(samples, router_ms_per_gib), |v| format!("{v:.1}")),
-            range(summary(samples, machine_ms_per_gib), |v| format!("{v:.0}")),
-        );
-    }
-    out.push_str(
-        "\n| new connections | conn/s | vs direct | vs splice(2) relay | router µs/conn | machine µs/conn | \
+    relay_table(
+        &mut out,
+        result,
+        PassLoad::NewConnections,
+        "| new connections | conn/s | vs direct | vs splice(2) relay | router µs/conn | machine µs/conn | \
          machine µs/conn vs direct |\n|---|---|---|---|---|---|---|\n",
+        |relay, samples| {
+            let load = PassLoad::NewConnections;
+            vec![
+                range(summary(samples, rps), si),
+                versus(result, load, relay, Relay::Direct, rps),
+                versus(result, load, relay, Relay::Splice, rps),
+                range(summary(samples, |s| s.us_per_request), |v| format!("{v:.1}")),
+                range(summary(samples, machine_us_per_connection), |v| format!("{v:.1}")),
+                versus(result, load, relay, Relay::Direct, machine_us_per_connection),
+            ]
+        },
     );
-    let load = PassLoad::NewConnections;
-    for relay in Relay::ALL {
-        if let Some(row) = unavailable_row(result, relay, 6) {
-            out.push_str(&row);
-            continue;
-        }
-        let samples = result.of(load, relay);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            relay.label(),
-            range(summary(samples, rps), si),
-            versus(result, load, relay, Relay::Direct, rps),
-            versus(result, load, relay, Relay::Splice, rps),
-            range(summary(samples, |s| s.us_per_request), |v| format!("{v:.1}")),
-            range(summary(samples, machine_us_per_connection), |v| format!("{v:.1}")),
-            versus(result, load, relay, Relay::Direct, machine_us_per_connection),
-        );
-    }
-    out.push_str(
-        "\n| small request, open connection | req/s | p50 ms | p99 ms | p99 vs direct | p99 vs splice(2) relay |\n\
+    relay_table(
+        &mut out,
+        result,
+        PassLoad::OpenConnection,
+        "| small request, open connection | req/s | p50 ms | p99 ms | p99 vs direct | p99 vs splice(2) relay |\n\
          |---|---|---|---|---|---|\n",
+        |relay, samples| {
+            let load = PassLoad::OpenConnection;
+            vec![
+                range(summary(samples, rps), si),
+                range(summary(samples, |s| Some(s.p50_ms)), |v| format!("{v:.3}")),
+                range(summary(samples, p99), |v| format!("{v:.3}")),
+                versus(result, load, relay, Relay::Direct, p99),
+                versus(result, load, relay, Relay::Splice, p99),
+            ]
+        },
     );
-    let load = PassLoad::OpenConnection;
-    for relay in Relay::ALL {
-        if let Some(row) = unavailable_row(result, relay, 5) {
-            out.push_str(&row);
-            continue;
-        }
-        let samples = result.of(load, relay);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            relay.label(),
-            range(summary(samples, rps), si),
-            range(summary(samples, |s| Some(s.p50_ms)), |v| format!("{v:.3}")),
-            range(summary(samples, p99), |v| format!("{v:.3}")),
-            versus(result, load, relay, Relay::Direct, p99),
-            versus(result, load, relay, Relay::Splice, p99),
-        );
-    }
     out
+}
+
+/// A blank line, `header` (with its separator line), then one row per relay: `cells` of its runs of `load`, or
+/// why it has none (as many columns as the header).
+fn relay_table(
+    out: &mut String,
+    result: &PassthroughResult,
+    load: PassLoad,
+    header: &str,
+    cells: impl Fn(Relay, Option<&Vec<Sample>>) -> Vec<String>,
+) {
+    out.push('\n');
+    out.push_str(header);
+    let columns = header.lines().next().map_or(1, |line| line.matches('|').count().saturating_sub(2));
+    for relay in Relay::ALL {
+        match unavailable_row(result, relay, columns) {
+            Some(row) => out.push_str(&row),
+            None => {
+                let _ = writeln!(out, "| {} | {} |", relay.label(), cells(relay, result.of(load, relay)).join(" | "));
+            }
+        }
+    }
 }
 
 fn unavailable_row(result: &PassthroughResult, relay: Relay, empty_columns: usize) -> Option<String> {
