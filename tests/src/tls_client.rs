@@ -313,3 +313,37 @@ pub fn status_of(raw: &str) -> u16 {
 pub fn body_of(raw: &str) -> &str {
     raw.split_once("\r\n\r\n").map_or("", |(_, body)| body)
 }
+
+/// Upgrades `stream` to a WebSocket for `host` (`GET /ws`), checks the 101 answer and that two messages come back
+/// echoed through the tunnel (the test backend echoes); returns the response head for the caller's own checks.
+pub async fn websocket_echo<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, host: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upgrade = format!(
+        "GET /ws HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    stream.write_all(upgrade.as_bytes()).await.expect("send upgrade");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert!(head.len() < 16 * 1024, "response head too long: {}", String::from_utf8_lossy(&head));
+        let n = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte))
+            .await
+            .expect("response head within 15 s")
+            .expect("read response head");
+        assert_eq!(n, 1, "connection closed in the response head: {}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    for message in [&b"ping-1"[..], &b"a longer frame of bytes"[..]] {
+        stream.write_all(message).await.expect("send through the tunnel");
+        let mut echoed = vec![0u8; message.len()];
+        tokio::time::timeout(Duration::from_secs(15), stream.read_exact(&mut echoed))
+            .await
+            .expect("echo within 15 s")
+            .expect("read echo");
+        assert_eq!(echoed, message);
+    }
+    head
+}

@@ -2,8 +2,6 @@
 //! never with ROUTER_DISABLE_HTTP2), h2c to pods whose port says `appProtocol: h2c`, and WebSocket upgrades over
 //! edge HTTP/1.1.
 
-use std::time::Duration;
-
 use router::config::Settings;
 use router_tests::backend::TestBackend;
 use router_tests::cli::curl_https;
@@ -11,8 +9,7 @@ use router_tests::client::get;
 use router_tests::manifests::{service, service_with_app_protocol, ManifestDir, RouteSpec, RouteTls};
 use router_tests::pki::{PemDir, TestCa};
 use router_tests::start_tls_router;
-use router_tests::tls_client::{client_config, https_get, negotiated_alpn, tls_connect, Trust};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use router_tests::tls_client::{client_config, https_get, negotiated_alpn, tls_connect, websocket_echo, Trust};
 
 struct Fixture {
     _web: TestBackend,
@@ -146,35 +143,7 @@ async fn websocket_upgrade_over_edge_http_1_1() {
 
     let config = client_config(Trust::Ca(&fixture.ca.cert_pem), &["http/1.1"], None);
     let mut stream = tls_connect(https, Some("own.example.com"), config).await.expect("handshake");
-    stream
-        .write_all(
-            b"GET /ws HTTP/1.1\r\nHost: own.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-              Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-        )
-        .await
-        .expect("send upgrade");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert!(head.len() < 16 * 1024, "response head too long: {}", String::from_utf8_lossy(&head));
-        let n = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte))
-            .await
-            .expect("response head within 15 s")
-            .expect("read response head");
-        assert_eq!(n, 1, "connection closed in the response head: {}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let head = websocket_echo(&mut stream, "own.example.com").await;
     assert!(head.to_ascii_lowercase().contains("x-backend: web"), "{head}");
-    for message in [&b"ping-1"[..], &b"a longer frame of bytes"[..]] {
-        stream.write_all(message).await.expect("send through the tunnel");
-        let mut echoed = vec![0u8; message.len()];
-        tokio::time::timeout(Duration::from_secs(15), stream.read_exact(&mut echoed))
-            .await
-            .expect("echo within 15 s")
-            .expect("read echo");
-        assert_eq!(echoed, message);
-    }
     router.shutdown().await;
 }

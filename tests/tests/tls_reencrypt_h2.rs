@@ -21,8 +21,7 @@ use router_tests::cli::curl_https;
 use router_tests::manifests::{service, ManifestDir, RouteSpec, RouteTls};
 use router_tests::pki::{Leaf, PemDir, TestCa};
 use router_tests::start_tls_router;
-use router_tests::tls_client::{client_config, negotiated_alpn, tls_connect, Trust};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use router_tests::tls_client::{client_config, negotiated_alpn, tls_connect, websocket_echo, Trust};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -83,36 +82,8 @@ async fn pods_that_pick_h2_get_http2_and_websocket_upgrades_still_work() {
     // WebSocket: the pod offers h2 too, but the upgrade goes over an HTTP/1.1 connection.
     let config = client_config(Trust::Ca(&front_ca.cert_pem), &["http/1.1"], None);
     let mut stream = tls_connect(https, Some("h2.example.com"), config).await.expect("handshake");
-    stream
-        .write_all(
-            b"GET /ws HTTP/1.1\r\nHost: h2.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-              Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-        )
-        .await
-        .expect("send upgrade");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert!(head.len() < 16 * 1024, "response head too long: {}", String::from_utf8_lossy(&head));
-        let n = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte))
-            .await
-            .expect("response head within 15 s")
-            .expect("read response head");
-        assert_eq!(n, 1, "connection closed in the response head: {}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let head = websocket_echo(&mut stream, "h2.example.com").await;
     assert!(head.to_ascii_lowercase().contains("x-backend: h2-pod"), "{head}");
-    for message in [&b"ping-1"[..], &b"a longer frame of bytes"[..]] {
-        stream.write_all(message).await.expect("send through the tunnel");
-        let mut echoed = vec![0u8; message.len()];
-        tokio::time::timeout(Duration::from_secs(15), stream.read_exact(&mut echoed))
-            .await
-            .expect("echo within 15 s")
-            .expect("read echo");
-        assert_eq!(echoed, message);
-    }
     router.shutdown().await;
 }
 
