@@ -24,7 +24,7 @@ pub const POD_IPS: [Ipv4Addr; 4] = [
 pub const BODY_BYTES: usize = 1024;
 pub const LARGE_PATH: &str = "/large.bin";
 pub const LARGE_BYTES: usize = 1024 * 1024;
-/// The passthrough download (BENCH-METHOD: a large file from a TLS pod).
+/// The passthrough download (docs/benchmarking.md §8: a large file from a TLS pod).
 pub const HUGE_PATH: &str = "/huge.bin";
 pub const HUGE_BYTES: usize = 64 * 1024 * 1024;
 

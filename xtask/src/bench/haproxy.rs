@@ -1,5 +1,5 @@
 //! The HAProxy configuration the OpenShift router would write for a `RouteSet`, generated from the facts in
-//! ../shared/ROUTE-SEMANTICS.md (not copied from the OpenShift template):
+//! docs/route-semantics.md (not copied from the OpenShift template):
 //!
 //! - `public` (HTTP): lowercase Host, drop `Proxy`, redirect map, then the backend from the host+path regex map
 //!   (`base,map_reg`) or `openshift_default` (503).
@@ -487,7 +487,7 @@ fn push_backend(out: &mut String, route: &BenchRoute, layout: &Layout, options: 
     out.push('\n');
 }
 
-/// A server's weight: with one service every endpoint gets 1 (ROUTE-SEMANTICS); with alternate backends the
+/// A server's weight: with one service every endpoint gets 1 (docs/route-semantics.md); with alternate backends the
 /// per-endpoint weights are scaled so the largest is 256 (the bench's routes have one service each). Weight 1
 /// matters for `balance random`: HAProxy builds a consistent-hash tree with 16 nodes per unit of weight, so
 /// `weight 256` costs about 200 KB per server (8 GB at 10,000 routes x 4 pods).

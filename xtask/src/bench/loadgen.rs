@@ -19,7 +19,7 @@ pub const CLIENT_CPU: u32 = 0;
 /// How much longer than its duration a load generator may run before it is killed.
 const RUN_SLACK: Duration = Duration::from_secs(30);
 
-/// A random path per request, so HAProxy's map cache (keyed by host+path) never hits (BENCH-METHOD).
+/// A random path per request, so HAProxy's map cache (keyed by host+path) never hits (docs/benchmarking.md §3).
 pub const RANDOM_PATH_SCRIPT: &str = "-- random path per request (cargo xtask bench)
 math.randomseed(os.time())
 request = function()

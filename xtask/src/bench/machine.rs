@@ -1,5 +1,5 @@
-//! The machine: what it is (for the results), and whether anything else is using its CPUs (BENCH-METHOD 6: wait
-//! until both CPUs are idle before a run, and reject a run where other processes took noticeable CPU).
+//! The machine: what it is (for the results), and whether anything else is using its CPUs (docs/benchmarking.md
+//! §6: wait until both CPUs are idle before a run, and reject a run where other processes took noticeable CPU).
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -62,7 +62,7 @@ impl Meter {
         }
     }
 
-    /// Waits for idle CPUs (BENCH-METHOD 6) while the extra-time budget lasts; the wait counts against it.
+    /// Waits for idle CPUs (docs/benchmarking.md §6) while the extra-time budget lasts; the wait counts against it.
     pub fn wait_for_idle(&mut self) {
         if self.quick || self.extra_time >= EXTRA_TIME_BUDGET {
             return;

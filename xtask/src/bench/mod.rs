@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: the router side by side with HAProxy (the OpenShift router's engine, with the configuration
-//! the OpenShift router would write) and a direct connection to a backend, following ../shared/BENCH-METHOD.md.
+//! the OpenShift router would write) and a direct connection to a backend, following docs/benchmarking.md.
 //!
 //! One-way flow: `plan` -> run (`runner`, `churn`, `xdp`, over a `stage` and a `measure::Meter`) -> `results`
 //! -> `report`. Lower layers never reach up: the report reads only results (and the plan's stated budget), the
@@ -124,6 +124,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         only: args.only.clone(),
         random_path_script: loadgen::RANDOM_PATH_SCRIPT.into(),
     };
+    let shown_paths = report::ShownPaths::new(&work.path, &workspace_root(), &[binary.as_path()]);
     let stage = Stage::prepare(&work.path, binary, args.quick, runs)?;
     let mut meter = Meter::new(&stage);
     outcome.setup_commands.push(stage.pods_command());
@@ -151,7 +152,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
     let dir =
         if args.quick { target_dir().join("bench-quick") } else { workspace_root().join("bench").join("results") };
-    let (markdown, svg) = report::write(&outcome, &dir)?;
+    let (markdown, svg) = report::write(&outcome, &dir, &shown_paths)?;
     if !outcome.results.is_empty() {
         println!("{}", report::summary_table(&outcome));
     }

@@ -112,7 +112,7 @@ impl Pki {
 /// The key of the route certificate the TLS scenarios are served with (the CA stays RSA-2048).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CertKey {
-    /// BENCH-METHOD 4: the same RSA-2048 certificate on both proxies.
+    /// docs/benchmarking.md §4: the same RSA-2048 certificate on both proxies.
     #[default]
     Rsa2048,
     /// ECDSA on P-256, what most certificates issued today use.

@@ -20,8 +20,8 @@ pub const IDLE_WAIT: Duration = Duration::from_secs(10);
 /// Route changes in the churn scenario.
 pub const CHURN_CHANGES: usize = 50;
 
-/// Routes of each kind in a mixed TLS group (HTTP, edge, reencrypt, passthrough: BENCH-METHOD's "1k http + 1k edge
-/// + 1k passthrough", plus 1k reencrypt).
+/// Routes of each kind in a mixed TLS group (HTTP, edge, reencrypt, passthrough: the "1k http + 1k edge
+/// + 1k passthrough" set of docs/benchmarking.md §11, plus 1k reencrypt; §3).
 pub const MIXED_PER_KIND: usize = 1000;
 
 /// Scenarios grouped by route set (both proxies are started once per group).

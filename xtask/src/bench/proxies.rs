@@ -48,7 +48,7 @@ pub fn haproxy_options(cookies: bool) -> haproxy::Options {
         // OpenShift's `check inter 5000ms`, 10,000 routes x 4 pods would be 8,000 connects/s per proxy, on the
         // same nginx as the load.
         health_checks: false,
-        // BENCH-METHOD: one worker thread.
+        // docs/benchmarking.md §1: one worker thread.
         threads: 1,
         maxconn: haproxy_maxconn(),
         ..haproxy::Options::default()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::numbers::thousands;
 use super::routes::Termination;
 
-/// Total rate of the fixed-rate latency runs (BENCH-METHOD: e.g. 20k requests/s).
+/// Total rate of the fixed-rate latency runs (docs/benchmarking.md §2: 20k requests/s).
 pub const FIXED_RATE: u32 = 20_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

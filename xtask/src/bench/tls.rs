@@ -1,7 +1,7 @@
 //! The TLS side of the clients: one OpenSSL client configuration for every TLS client the bench runs (wrk, h2load,
-//! curl, openssl s_client: TLS 1.3 with AES-256-GCM only, BENCH-METHOD 4), the wrk script that sends a route's
-//! host name as SNI while connecting to a loopback address, and probes: does an endpoint serve a route over TLS
-//! (curl), and what does a client negotiate there, and does a second connection resume the session (s_client).
+//! curl, openssl s_client: TLS 1.3 with AES-256-GCM only, docs/benchmarking.md §4), the wrk script that sends a
+//! route's host name as SNI while connecting to a loopback address, and probes: does an endpoint serve a route over
+//! TLS (curl), and what does a client negotiate there, and does a second connection resume the session (s_client).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ pub const CIPHERSUITE: &str = "TLS_AES_256_GCM_SHA384";
 pub fn write_client_config(dir: &Path) -> anyhow::Result<PathBuf> {
     let path = dir.join("openssl-client.cnf");
     let text = format!(
-        "# cargo xtask bench: every TLS client offers TLS 1.3 with {CIPHERSUITE} only (BENCH-METHOD 4)
+        "# cargo xtask bench: every TLS client offers TLS 1.3 with {CIPHERSUITE} only (docs/benchmarking.md, section 4)
 openssl_conf = openssl_init
 [openssl_init]
 ssl_conf = ssl_sect

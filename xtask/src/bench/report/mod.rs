@@ -1,8 +1,10 @@
 //! The report of a run's `results::Outcome`: a markdown file (tables with median (min–max), ratios ours / HAProxy,
 //! the machine, the commit and the exact commands) and an SVG chart beside it, and the terminal's summary tables.
-//! It reads the outcome and the plan's stated budget, never the runner's state.
+//! It reads the outcome and the plan's stated budget, never the runner's state. Absolute paths of the machine are
+//! written relative to the repository or the bench's scratch directory (`paths`).
 
 mod format;
+mod paths;
 mod svg;
 mod tables;
 mod targets;
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+pub use paths::ShownPaths;
 pub use tables::summary_table;
 
 use super::plan::{CHURN_CHANGES, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
@@ -28,8 +31,9 @@ pub use tls::tls_table;
 use tls::{negotiated_table, passthrough_bulk_table, provider_table, unavailable_lines};
 pub use xdp::xdp_summary;
 
-/// Writes `<stamp>-<commit>.md` and `.svg` into `dir`; returns both paths.
-pub fn write(outcome: &Outcome, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// Writes `<stamp>-<commit>.md` and `.svg` into `dir`, the markdown with its paths shown as `paths` says; returns
+/// both paths.
+pub fn write(outcome: &Outcome, dir: &Path, paths: &ShownPaths) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stamp = command_line("date", &["-u", "+%Y-%m-%dT%H%MZ"]);
     let commit = outcome.info.commit.split_whitespace().next().unwrap_or("unknown").to_string();
@@ -42,13 +46,14 @@ pub fn write(outcome: &Outcome, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)
     let markdown_path = dir.join(format!("{base}.md"));
     let svg_path = dir.join(format!("{base}.svg"));
     let svg_name = svg_path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    std::fs::write(&markdown_path, markdown(outcome, &stamp, &svg_name))
+    std::fs::write(&markdown_path, markdown(outcome, &stamp, &svg_name, paths))
         .with_context(|| format!("writing {}", markdown_path.display()))?;
     std::fs::write(&svg_path, svg(outcome, &stamp)).with_context(|| format!("writing {}", svg_path.display()))?;
     Ok((markdown_path, svg_path))
 }
 
-fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
+/// The results file. Every path in it (the commands, the HAProxy excerpt, failure messages) goes through `paths`.
+fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str, paths: &ShownPaths) -> String {
     let info = &outcome.info;
     let mut out = String::new();
     let _ = writeln!(out, "# Router vs HAProxy vs direct: {stamp}\n");
@@ -301,7 +306,7 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str) -> String {
         out.push_str(&outcome.haproxy_sample);
         out.push_str("```\n</details>\n");
     }
-    out
+    paths.show(&out)
 }
 
 fn command_line(program: &str, args: &[&str]) -> String {
@@ -310,4 +315,84 @@ fn command_line(program: &str, args: &[&str]) -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::machine::MachineInfo;
+    use super::super::results::ScenarioResult;
+    use super::super::scenario::{Contender, Load, Scenario};
+    use super::*;
+
+    /// A run whose commands name the work directory, the repository and a binary beside it.
+    fn outcome() -> Outcome {
+        let scenario = Scenario {
+            load: Load::RandomPath,
+            routes: 10,
+            contenders: vec![Contender::Haproxy, Contender::Router],
+            duration: Duration::from_secs(8),
+            connections: 64,
+            access_log: false,
+            threads: 1,
+        };
+        let mut result = ScenarioResult::new(&scenario);
+        result.commands.insert(
+            Contender::Router,
+            "taskset -c 0 wrk -t1 -c64 -d8s --latency -s /tmp/xtask-bench-4242/random-path.lua http://127.0.0.1:1/"
+                .into(),
+        );
+        Outcome {
+            info: MachineInfo {
+                cpu_model: "test CPU".into(),
+                cores: 2,
+                kernel: "6.18".into(),
+                commit: "0123456789ab".into(),
+                versions: Vec::new(),
+            },
+            quick: false,
+            runs: 1,
+            results: vec![result],
+            lifecycle: Vec::new(),
+            churn: Vec::new(),
+            setup_commands: vec![
+                "taskset -c 1 haproxy -f /tmp/xtask-bench-4242/haproxy-10/haproxy.cfg -db".into(),
+                "taskset -c 1 /home/ci/repo/target/release/router --manifests /tmp/xtask-bench-4242/manifests-10"
+                    .into(),
+                "taskset -c 1 nsenter --net=<node> /home/ci/bins/router-abc --bpf-pin-dir /sys/fs/bpf/<pins>".into(),
+            ],
+            reruns: 0,
+            idle_timeouts: 0,
+            h2load: true,
+            wall: Duration::from_secs(60),
+            haproxy_sample: "bind unix@/tmp/xtask-bench-4242/haproxy-10/run/fe_sni.sock\n".into(),
+            failed_runs: Vec::new(),
+            cookies: Some(true),
+            xdp: None,
+            only: vec!["http-10".into()],
+            random_path_script: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_commands_name_no_absolute_path_of_the_machine() {
+        let paths = ShownPaths::new(
+            Path::new("/tmp/xtask-bench-4242"),
+            Path::new("/home/ci/repo"),
+            &[Path::new("/home/ci/bins/router-abc")],
+        );
+        let text = markdown(&outcome(), "2026-01-01T0000Z", "chart.svg", &paths);
+        let commands = &text[text.find("## Commands").expect("a commands section")..];
+        for line in [
+            "taskset -c 1 haproxy -f <work>/haproxy-10/haproxy.cfg -db\n",
+            "taskset -c 1 target/release/router --manifests <work>/manifests-10\n",
+            "taskset -c 1 nsenter --net=<node> ../bins/router-abc --bpf-pin-dir /sys/fs/bpf/<pins>\n",
+            "-s <work>/random-path.lua http://127.0.0.1:1/  # router\n",
+            "bind unix@<work>/haproxy-10/run/fe_sni.sock\n",
+        ] {
+            assert!(commands.contains(line), "{line:?} in\n{commands}");
+        }
+        assert!(!text.contains("/tmp/") && !text.contains("/home/"), "{text}");
+    }
 }

@@ -14,7 +14,7 @@ pub fn is_keep_alive_table(load: Load) -> bool {
     matches!(load, Load::SameUrl | Load::RandomPath | Load::ConnectionPerRequest)
 }
 
-/// The main table: proxy CPU per request first, then requests/s, then latency (BENCH-METHOD 2).
+/// The main table: proxy CPU per request first, then requests/s, then latency (docs/benchmarking.md §2).
 pub fn summary_table(outcome: &Outcome) -> String {
     let mut out = String::new();
     out.push_str(

@@ -364,10 +364,12 @@ impl NodeRouter {
         self.proc.pid()
     }
 
-    /// `router xdp status` in the node namespace: attach modes, counters, map fill levels.
+    /// `router xdp status` in the node namespace: attach modes, counters, map fill levels; the pin dir's path masked.
     pub fn xdp_status(&self, topology: &Topology) -> anyhow::Result<String> {
         let pins = self.pin_dir.as_ref().context("no XDP front on this router")?.path.display().to_string();
-        topology.node.run(&self.binary.display().to_string(), &["xdp", "status", "--bpf-pin-dir", &pins])
+        let status =
+            topology.node.run(&self.binary.display().to_string(), &["xdp", "status", "--bpf-pin-dir", &pins])?;
+        Ok(status.replace(&pins, "/sys/fs/bpf/<pins>"))
     }
 
     /// The router's command line, for the results.
