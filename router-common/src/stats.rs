@@ -1,8 +1,8 @@
 //! Layout of the `XDP_STATS` per-CPU array: one [`PacketCounter`] per counter index.
 //!
 //! Key: `u32` counter index, host byte order. Value: [`PacketCounter`], host byte order, one copy
-//! per possible CPU; userspace sums the copies. `xdp_front` writes indices 0-13 and 15,
-//! `nat_reverse` (TC egress) writes 14; each CPU writes only its own slot (no atomics needed);
+//! per possible CPU; userspace sums the copies. `xdp_front` writes indices 0-13, 15-22,
+//! `nat_reverse` (TC egress) writes 14, `steer_ingress` (TC ingress) 23 and 24; each CPU writes only its own slot (no atomics needed);
 //! userspace only reads.
 //!
 //! | index | constant                   | counts packets that...                                             |
@@ -28,6 +28,10 @@
 //! | 18    | [`STATS_STEER_DROP`]       | were dropped by the steering stage (`XDP_DROP`): a steered flow's SYN or malformed options, or any packet to a connecting leg B (its answer included) |
 //! | 19    | [`STATS_STEER_SYN`]        | were client SYNs to a `STEER_PORTS` port recorded in `STEER_SYNS` (then passed or rewritten) |
 //! | 20    | [`STATS_STEER_ANSWER`]     | were the pod's SYN-ACK or RST to a connecting leg B, recorded in `STEER_ANSWERS` (also in 18) |
+//! | 21    | [`STATS_STEER_HANDOFF_PARTIAL`] | belonged to a steered flow but may carry a partial checksum (TX checksum offload): passed to `steer_ingress` |
+//! | 22    | [`STATS_STEER_HANDOFF_LARGE`] | belonged to a steered flow but are longer than a standard Ethernet frame, 1,514 bytes (a GSO super-packet or a jumbo frame): passed to `steer_ingress` |
+//! | 23    | [`STATS_TC_STEERED`]       | were translated by `steer_ingress` (TC ingress) and redirected whole, either direction |
+//! | 24    | [`STATS_TC_STEER_DROP`]    | were dropped by `steer_ingress`: a steered flow's SYN, malformed options, or a helper that refused |
 //!
 //! "Parsed completely" means the Ethernet header, the IPv4 header (version 4, IHL >= 5, all IHL
 //! words present) or IPv6 fixed header (version 6), and, when the L4 protocol is TCP, the TCP
@@ -36,7 +40,7 @@
 //! Invariants (over `xdp_front`'s counters):
 //! - `TOTAL = IPV4 + IPV6 + OTHER + UNPARSED` (each packet lands in exactly one of those four);
 //! - `TOTAL = PASS + NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL + STEER_TO_POD +
-//!   STEER_TO_CLIENT + STEER_DROP` (one verdict each; the steering stage runs first, and a packet it
+//!   STEER_TO_CLIENT + STEER_DROP + STEER_HANDOFF_PARTIAL + STEER_HANDOFF_LARGE` (one verdict each; the steering stage runs first, and a packet it
 //!   takes never reaches the nodePort stage);
 //! - `CT_HIT + CT_MISS = NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (every nodePort
 //!   packet looks up conntrack once, first);
@@ -86,8 +90,18 @@ pub const STATS_STEER_DROP: u32 = 18;
 pub const STATS_STEER_SYN: u32 = 19;
 /// Pod answers (SYN-ACK or RST) recorded in `STEER_ANSWERS` and announced on `STEER_EVENTS`.
 pub const STATS_STEER_ANSWER: u32 = 20;
+/// Verdict `XDP_PASS` of a steered flow's packet whose checksum field is a bare pseudo-header sum
+/// (`router_common::steer::may_be_partial`): `steer_ingress` translates it.
+pub const STATS_STEER_HANDOFF_PARTIAL: u32 = 21;
+/// Verdict `XDP_PASS` of a steered flow's packet longer than a standard Ethernet frame (1,514 bytes): `steer_ingress`
+/// translates it whole.
+pub const STATS_STEER_HANDOFF_LARGE: u32 = 22;
+/// Packets `steer_ingress` translated and redirected (TC_ACT_REDIRECT).
+pub const STATS_TC_STEERED: u32 = 23;
+/// Packets `steer_ingress` dropped (TC_ACT_SHOT).
+pub const STATS_TC_STEER_DROP: u32 = 24;
 /// Number of entries in `XDP_STATS` (its `max_entries`).
-pub const STATS_LEN: u32 = 21;
+pub const STATS_LEN: u32 = 25;
 
 /// Every counter index, in index order (`STATS_INDICES[i] == i`).
 pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
@@ -112,6 +126,10 @@ pub const STATS_INDICES: [u32; STATS_LEN as usize] = [
     STATS_STEER_DROP,
     STATS_STEER_SYN,
     STATS_STEER_ANSWER,
+    STATS_STEER_HANDOFF_PARTIAL,
+    STATS_STEER_HANDOFF_LARGE,
+    STATS_TC_STEERED,
+    STATS_TC_STEER_DROP,
 ];
 
 /// Each counter's name as userspace reports it (`router xdp status`, tests), by index.
@@ -137,6 +155,10 @@ pub const STATS_NAMES: [&str; STATS_LEN as usize] = [
     "steer_drop",
     "steer_syn",
     "steer_answer",
+    "steer_handoff_partial",
+    "steer_handoff_large",
+    "tc_steered",
+    "tc_steer_drop",
 ];
 
 const _: () = {

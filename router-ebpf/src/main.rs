@@ -1,10 +1,14 @@
 //! The router's eBPF programs: `xdp_front` on the node NIC (ingress, and on the pod-facing
-//! interfaces given with `--xdp-pod-interfaces`), `nat_reverse` on the NIC's TC egress hook, and
-//! `steer_translate` (the steering stage alone, loaded only by the `BPF_PROG_TEST_RUN` tests).
+//! interfaces), `nat_reverse` on the NIC's TC egress hook, `steer_ingress` on the TC ingress hook of
+//! the NIC and of each pod-facing interface (the steered packets XDP cannot translate safely, see
+//! `steer/tc.rs`), and `steer_translate` (the steering stage alone, loaded only by the
+//! `BPF_PROG_TEST_RUN` tests).
 //!
 //! `xdp_front` parses each packet and counts it, then runs its TCP stages in order:
 //! 1. steering (IPv4, `steer/`): a packet whose arrival 5-tuple has a steered `STEER_FLOWS` entry
-//!    is translated into the other leg's packet and leaves (`XDP_TX` or `XDP_REDIRECT`); one for a
+//!    is translated into the other leg's packet and leaves (`XDP_TX` or `XDP_REDIRECT`), unless its
+//!    checksum may be partial or it is longer than a standard Ethernet frame (1,514 bytes): then it is passed up unchanged
+//!    for `steer_ingress` (counted as a hand-off, 21 or 22); one for a
 //!    connecting leg B is the pod's answer (SYN-ACK or RST: recorded in `STEER_ANSWERS`, its key
 //!    sent on `STEER_EVENTS`) or noise, dropped either way;
 //! 2. nodePort: TCP to one of the router Service's nodePorts on a node address is rewritten to a
@@ -39,7 +43,8 @@
 //! - Counter layout: `router_common::stats` (0 total, 1 IPv4, 2 IPv6, 3 TCP, 4 other, 5 unparsed,
 //!   6 pass, 7 nat, 8-10 drops by reason, 11/12 conntrack hit/miss, 13 fragment, 14 reverse nat,
 //!   15 stale reverse entry removed, 16/17 steered to the pod / to the client, 18 steering drops,
-//!   19 SYNs recorded, 20 answers recorded).
+//!   19 SYNs recorded, 20 answers recorded, 21/22 steered packets handed to TC (partial checksum /
+//!   too long), 23/24 `steer_ingress` translated / dropped).
 //! - Hashing: `router_common::hash::flow_hash` over the flow key, fixed seed, slot = hash % 257.
 //! - Logging: none on the packet path.
 //! - Verifier: no unbounded loops (the checksum loops run over fixed 4/16-byte arrays, the option
@@ -77,8 +82,9 @@ use router_common::{
     nat::FAMILY_IPV4,
     stats::{
         STATS_DROP_CT_FULL, STATS_DROP_NO_ENDPOINT, STATS_DROP_NO_SLOT, STATS_FRAGMENT, STATS_IPV4, STATS_IPV6,
-        STATS_NAT, STATS_OTHER, STATS_PASS, STATS_STEER_ANSWER, STATS_STEER_DROP, STATS_STEER_SYN,
-        STATS_STEER_TO_CLIENT, STATS_STEER_TO_POD, STATS_TCP, STATS_TOTAL, STATS_UNPARSED,
+        STATS_NAT, STATS_OTHER, STATS_PASS, STATS_STEER_ANSWER, STATS_STEER_DROP, STATS_STEER_HANDOFF_LARGE,
+        STATS_STEER_HANDOFF_PARTIAL, STATS_STEER_SYN, STATS_STEER_TO_CLIENT, STATS_STEER_TO_POD, STATS_TCP,
+        STATS_TOTAL, STATS_UNPARSED,
     },
 };
 
@@ -86,10 +92,12 @@ use crate::{
     nat::Verdict,
     parse::{Tcp, L3},
     steer::{
-        program::{stage, Steered},
+        program::{stage, Handoff, Steered},
         setup::{record_answer, record_syn, syn_destination},
     },
 };
+
+pub use steer::tc::steer_ingress;
 
 #[xdp]
 pub fn xdp_front(ctx: XdpContext) -> u32 {
@@ -140,6 +148,8 @@ fn try_xdp_front(ctx: &XdpContext) -> u32 {
         Verdict::SteerToPod(action) => (STATS_STEER_TO_POD, action),
         Verdict::SteerToClient(action) => (STATS_STEER_TO_CLIENT, action),
         Verdict::SteerDrop => (STATS_STEER_DROP, xdp_action::XDP_DROP),
+        Verdict::SteerHandoffPartial => (STATS_STEER_HANDOFF_PARTIAL, xdp_action::XDP_PASS),
+        Verdict::SteerHandoffLarge => (STATS_STEER_HANDOFF_LARGE, xdp_action::XDP_PASS),
     };
     stats::count(counter, bytes);
     action
@@ -159,6 +169,8 @@ fn tcp_stages(ctx: &XdpContext, tcp: &Tcp, bytes: u64) -> Verdict {
             Steered::ToPod(action) => return Verdict::SteerToPod(action),
             Steered::ToClient(action) => return Verdict::SteerToClient(action),
             Steered::Drop => return Verdict::SteerDrop,
+            Steered::Handoff(Handoff::Partial) => return Verdict::SteerHandoffPartial,
+            Steered::Handoff(Handoff::Large) => return Verdict::SteerHandoffLarge,
             Steered::Connecting => {
                 if record_answer(ctx, tcp) {
                     stats::count(STATS_STEER_ANSWER, bytes);

@@ -46,6 +46,10 @@ pub enum Verdict {
     SteerToClient(u32),
     /// The steering stage dropped the packet.
     SteerDrop,
+    /// The steering stage passed a steered packet up for `steer_ingress`: its checksum may be partial.
+    SteerHandoffPartial,
+    /// ... or it is longer than a standard Ethernet frame (1,514 bytes).
+    SteerHandoffLarge,
 }
 
 /// The flow as read from the packet, plus the TCP flags byte.

@@ -2,7 +2,7 @@
 //! packets the XDP front moves straight between the client and the pod, and the pure TCP arithmetic
 //! that rewrites each packet (shared by the eBPF program and the host tests).
 //!
-//! Names follow `/work/shared/XDP-STEERING.md` (design notes): leg A is client C <-> the router's own
+//! Names follow `docs/steering.md` (design notes): leg A is client C <-> the router's own
 //! socket R (the kernel answered C's handshake), leg B is the node address/reserved port Q <-> pod P
 //! (opened by the datapath with C's ISN and SYN options). Once steered, each packet is rewritten:
 //!
@@ -25,7 +25,10 @@
 //!   recorded) through which userspace opens leg B.
 //! - [`segment`]: the whole TCP header rewrite over any [`TcpBytes`] (a byte slice on the host, the
 //!   packet in eBPF), with the checksum kept by incremental updates.
+//! - [`checksum_change`]: the checksum of a segment whose sender left it partial (TX checksum
+//!   offload): the differences the TC program hands the kernel, and XDP's test for such a field.
 
+pub mod checksum_change;
 pub mod field_checksum;
 pub mod flow;
 pub mod options;
@@ -35,8 +38,11 @@ pub mod setup;
 pub mod syn_options;
 
 #[cfg(test)]
+mod partial_checksum_tests;
+#[cfg(test)]
 mod tests;
 
+pub use checksum_change::{may_be_partial, ChecksumChange};
 pub use flow::{
     SteerFlow, SteerTcp, STEER_FIN, STEER_FLOWS, STEER_FLOWS_MAX, STEER_PENDING, STEER_RST, STEER_STEERED,
     STEER_TO_CLIENT, STEER_TO_POD,

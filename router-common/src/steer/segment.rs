@@ -10,6 +10,7 @@
 use core::fmt;
 
 use super::{
+    checksum_change::ChecksumChange,
     field_checksum::{replace16_at, replace32_at},
     flow::{SteerFlow, STEER_TO_CLIENT, STEER_TO_POD},
     options::{walk, OptionLayout, MAX_SACK_BLOCKS, TCP_FIXED_LEN, TCP_MAX_LEN},
@@ -20,7 +21,7 @@ use crate::{
     nat::{FlowKey, FAMILY_IPV4, FAMILY_IPV6},
 };
 
-/// Byte offsets of the fixed TCP header fields.
+/// Byte offsets of the fixed TCP header fields (`CHECK` also for the TC program's checksum helpers).
 const SRC_PORT: usize = 0;
 const DST_PORT: usize = 2;
 const SEQ: usize = 4;
@@ -28,7 +29,7 @@ const ACK: usize = 8;
 const DATA_OFFSET: usize = 12;
 const FLAGS: usize = 13;
 const WINDOW: usize = 14;
-const CHECK: usize = 16;
+pub const CHECK: usize = 16;
 /// SYN bit of the flags byte: a SYN's window is never scaled (RFC 7323 section 2.2).
 const TCP_SYN: u8 = 0x02;
 
@@ -44,6 +45,13 @@ pub trait TcpBytes {
     /// from `bpf_loop` instead, to keep the verifier's work small.
     fn walk_options(&self, header_len: usize) -> Result<OptionLayout, SteerError> {
         walk(self, header_len)
+    }
+
+    /// Writes the translated segment's checksum field. By default the complete checksum's new value
+    /// (`change.full`); the TC program hands both differences to the kernel instead, which knows
+    /// whether the skb's checksum is partial (see [`super::checksum_change`]).
+    fn store_checksum(&mut self, change: ChecksumChange) -> Option<()> {
+        self.store(CHECK, change.full.to_be_bytes())
     }
 }
 
@@ -95,6 +103,8 @@ pub struct Translated {
     pub flags: u8,
     /// Where the timestamp and SACK options were.
     pub layout: OptionLayout,
+    /// The checksum field before and after.
+    pub checksum: ChecksumChange,
 }
 
 /// Rewrites the TCP header of a packet that arrived as `from` (its 5-tuple, read from the packet)
@@ -128,7 +138,9 @@ pub fn translate<S: TcpBytes + ?Sized>(
     let word = |at: usize| u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
     let half = |at: usize| u16::from_be_bytes([head[at], head[at + 1]]);
 
-    let mut check = pseudo_header_update(half(CHECK), from, flow)?;
+    let old_check = half(CHECK);
+    let pseudo_check = pseudo_header_update(old_check, from, flow)?;
+    let mut check = pseudo_check;
     check = replace16_at(check, SRC_PORT, half(SRC_PORT), flow.src_port);
     check = replace16_at(check, DST_PORT, half(DST_PORT), flow.dst_port);
     store(segment, SRC_PORT, flow.src_port.to_be_bytes())?;
@@ -166,8 +178,9 @@ pub fn translate<S: TcpBytes + ?Sized>(
             check = rewrite_word(segment, at, check, |tsval| tsval_to_client(tsval, tcp.ts_offset))?;
         }
     }
-    store(segment, CHECK, check.to_be_bytes())?;
-    Ok(Translated { flags, layout })
+    let change = ChecksumChange { old: old_check, pseudo: pseudo_check, full: check };
+    segment.store_checksum(change).ok_or(SteerError::Truncated)?;
+    Ok(Translated { flags, layout, checksum: change })
 }
 
 /// The checksum after the pseudo-header's addresses change from `from`'s to `flow`'s.

@@ -1,7 +1,7 @@
 //! The setup stage of a steered passthrough flow: what the datapath records from the two
 //! handshakes, and the maps userspace and the XDP programs share to open leg B.
 //!
-//! Who does what (design notes: `/work/shared/XDP-STEERING.md`, with one change: the router opens
+//! Who does what (design notes: `docs/steering.md`, with one change: the router opens
 //! leg B itself, with a raw socket, instead of a TC clone):
 //!
 //! 1. C's SYN to one of the router's HTTPS ports ([`STEER_PORTS`], the port after the nodePort

@@ -15,7 +15,7 @@ use crate::{
     nat::{FlowKey, FAMILY_IPV4, FAMILY_IPV6, PROTO_TCP},
 };
 
-const CLIENT: [u8; 4] = [192, 0, 2, 10];
+pub(super) const CLIENT: [u8; 4] = [192, 0, 2, 10];
 const ROUTER: [u8; 4] = [10, 0, 0, 2];
 const NODE_Q: [u8; 4] = [10, 0, 0, 2];
 const POD: [u8; 4] = [10, 244, 1, 7];
@@ -27,13 +27,13 @@ const ACK_FLAG: u8 = 0x10;
 const PSH_ACK: u8 = 0x18;
 const SYN_ACK: u8 = 0x12;
 
-fn v4(a: [u8; 4]) -> [u8; 16] {
+pub(super) fn v4(a: [u8; 4]) -> [u8; 16] {
     let mut out = [0; 16];
     out[..4].copy_from_slice(&a);
     out
 }
 
-fn key(src: [u8; 4], src_port: u16, dst: [u8; 4], dst_port: u16) -> FlowKey {
+pub(super) fn key(src: [u8; 4], src_port: u16, dst: [u8; 4], dst_port: u16) -> FlowKey {
     FlowKey {
         src_addr: v4(src),
         dst_addr: v4(dst),
@@ -46,7 +46,7 @@ fn key(src: [u8; 4], src_port: u16, dst: [u8; 4], dst_port: u16) -> FlowKey {
 }
 
 /// The arrival key and the entry of each direction for offsets `tcp`.
-fn to_pod(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
+pub(super) fn to_pod(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
     let flow = SteerFlow {
         src_addr: v4(NODE_Q),
         dst_addr: v4(POD),
@@ -61,7 +61,7 @@ fn to_pod(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
     (key(CLIENT, CLIENT_PORT, ROUTER, ROUTER_PORT), flow)
 }
 
-fn to_client(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
+pub(super) fn to_client(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
     let flow = SteerFlow {
         src_addr: v4(ROUTER),
         dst_addr: v4(CLIENT),
@@ -77,14 +77,14 @@ fn to_client(tcp: SteerTcp) -> (FlowKey, SteerFlow) {
 }
 
 /// TCP options, as bytes.
-fn timestamps(tsval: u32, tsecr: u32) -> Vec<u8> {
+pub(super) fn timestamps(tsval: u32, tsecr: u32) -> Vec<u8> {
     let mut out = vec![OPT_TIMESTAMPS, 10];
     out.extend_from_slice(&tsval.to_be_bytes());
     out.extend_from_slice(&tsecr.to_be_bytes());
     out
 }
 
-fn sack(blocks: &[(u32, u32)]) -> Vec<u8> {
+pub(super) fn sack(blocks: &[(u32, u32)]) -> Vec<u8> {
     let mut out = vec![OPT_SACK, 2 + 8 * blocks.len() as u8];
     for (left, right) in blocks {
         out.extend_from_slice(&left.to_be_bytes());
@@ -95,7 +95,7 @@ fn sack(blocks: &[(u32, u32)]) -> Vec<u8> {
 
 /// A TCP segment from `from`'s ports with `options` (padded with EOL to a word), a payload and a
 /// valid checksum over the IPv4 or IPv6 pseudo-header of `from`.
-fn segment(from: &FlowKey, seq: u32, ack: u32, flags: u8, window: u16, options: &[u8]) -> Vec<u8> {
+pub(super) fn segment(from: &FlowKey, seq: u32, ack: u32, flags: u8, window: u16, options: &[u8]) -> Vec<u8> {
     let mut seg = Vec::new();
     seg.extend_from_slice(&from.src_port.to_be_bytes());
     seg.extend_from_slice(&from.dst_port.to_be_bytes());
@@ -114,7 +114,7 @@ fn segment(from: &FlowKey, seq: u32, ack: u32, flags: u8, window: u16, options: 
 }
 
 /// The TCP checksum of `seg` computed from scratch (its checksum field taken as zero).
-fn full_checksum(seg: &[u8], family: u8, src: &[u8; 16], dst: &[u8; 16]) -> u16 {
+pub(super) fn full_checksum(seg: &[u8], family: u8, src: &[u8; 16], dst: &[u8; 16]) -> u16 {
     let mut pseudo = Vec::new();
     if family == FAMILY_IPV4 {
         pseudo.extend_from_slice(&src[..4]);
@@ -136,7 +136,7 @@ fn word(seg: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(seg[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn half(seg: &[u8], at: usize) -> u16 {
+pub(super) fn half(seg: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([seg[at], seg[at + 1]])
 }
 

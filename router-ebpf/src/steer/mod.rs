@@ -1,4 +1,4 @@
-//! The XDP steering of TLS passthrough flows (design notes: `/work/shared/XDP-STEERING.md`; the
+//! The XDP steering of TLS passthrough flows (design notes: `docs/steering.md`; the
 //! contract of the setup: `router_common::steer::setup`), the datapath's part. `xdp_front` runs
 //! [`program::stage`] before the nodePort stage and [`setup::record_syn`] after it; the same
 //! program is attached to the node NIC and to the pod-facing interfaces, so both directions and
@@ -73,3 +73,4 @@ pub mod packet;
 pub mod program;
 mod rewrite;
 pub mod setup;
+pub mod tc;

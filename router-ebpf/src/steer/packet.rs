@@ -32,6 +32,10 @@ pub struct Arrival {
     pub seq: u32,
     pub ack: u32,
     pub window: u16,
+    /// The TCP checksum field as it arrived.
+    pub check: u16,
+    /// The TCP segment's length by the IPv4 header (total length less its header length).
+    pub tcp_len: u16,
 }
 
 /// The arrival 5-tuple and fixed TCP fields of an IPv4 packet. Expects `tcp` from the parser with
@@ -41,7 +45,8 @@ pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
     let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off)?;
     let th = ptr_at::<TcpHdr>(ctx, tcp.l4_off)?;
     // SAFETY: `ptr_at` checked that both whole headers lie inside the packet; both have alignment 1.
-    let (src, dst, th) = unsafe { ((*ip).src, (*ip).dst, &*th) };
+    let (src, dst, total_len, ihl, th) =
+        unsafe { ((*ip).src, (*ip).dst, u16::from_be_bytes((*ip).total_len), (*ip).version_ihl & 0x0f, &*th) };
     let mut key = FlowKey { family: FAMILY_IPV4, protocol: PROTO_TCP, ..FlowKey::default() };
     key.src_addr[..4].copy_from_slice(&src);
     key.dst_addr[..4].copy_from_slice(&dst);
@@ -54,6 +59,8 @@ pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
         seq: u32::from_be_bytes(th.seq),
         ack: u32::from_be_bytes(th.ack),
         window: u16::from_be_bytes(th.window),
+        check: u16::from_be_bytes(th.check),
+        tcp_len: total_len.wrapping_sub(u16::from(ihl) * 4),
     })
 }
 
@@ -67,6 +74,7 @@ pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
 /// SACK loop. The helpers check the bounds in the kernel, so the verifier only sees constant
 /// lengths into stack buffers. The price is a helper call per field (about a dozen per packet).
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct PacketTcp {
     /// The program's context (`xdp_md`), as `XdpContext` holds it.
     ctx: *mut xdp_md,
@@ -117,25 +125,28 @@ impl TcpBytes for PacketTcp {
     /// `packet_offset`).
     #[inline(always)]
     fn walk_options(&self, header_len: usize) -> Result<OptionLayout, SteerError> {
-        let mut state = OptionLoop {
-            packet: PacketTcp { ctx: self.ctx, l4_off: self.l4_off },
-            walk: OptionWalk::new(header_len),
-            error: None,
-        };
-        // SAFETY: `option_step` has the callback signature `bpf_loop` expects, and `state` lives on
-        // this stack frame for the whole call.
-        let ran = unsafe {
-            bpf_loop(MAX_OPTION_STEPS as u32, option_step as *mut c_void, (&raw mut state).cast::<c_void>(), 0)
-        };
-        if ran < 0 {
-            // Only for flags or a loop count the kernel refuses; neither is the case here.
-            return Err(SteerError::Options);
-        }
-        if let Some(error) = state.error {
-            return Err(error);
-        }
-        Ok(state.walk.layout)
+        walk_options_in_loop(*self, header_len)
     }
+}
+
+/// The option walk of `packet` as `bpf_loop` iterations of [`option_step`]: for any byte access
+/// (the XDP packet here, the skb in `super::tc`).
+#[inline(always)]
+pub fn walk_options_in_loop<P: TcpBytes>(packet: P, header_len: usize) -> Result<OptionLayout, SteerError> {
+    let mut state = OptionLoop { packet, walk: OptionWalk::new(header_len), error: None };
+    // SAFETY: `option_step::<P>` has the callback signature `bpf_loop` expects, and `state` lives on
+    // this stack frame for the whole call.
+    let ran = unsafe {
+        bpf_loop(MAX_OPTION_STEPS as u32, option_step::<P> as *mut c_void, (&raw mut state).cast::<c_void>(), 0)
+    };
+    if ran < 0 {
+        // Only for flags or a loop count the kernel refuses; neither is the case here.
+        return Err(SteerError::Options);
+    }
+    if let Some(error) = state.error {
+        return Err(error);
+    }
+    Ok(state.walk.layout)
 }
 
 impl PacketTcp {
@@ -189,18 +200,18 @@ extern "C" fn syn_option_step(_index: u32, state: *mut c_void) -> i64 {
 
 /// What one `bpf_loop` iteration of the option walk sees.
 #[repr(C)]
-struct OptionLoop {
-    packet: PacketTcp,
+struct OptionLoop<P> {
+    packet: P,
     walk: OptionWalk,
     error: Option<SteerError>,
 }
 
 /// One option-walk step; `bpf_loop` stops at a non-zero return (walk over, or failed).
 #[inline(never)]
-extern "C" fn option_step(_index: u32, state: *mut c_void) -> i64 {
-    // SAFETY: `bpf_loop` passes back the pointer `walk_options` gave it: a live `OptionLoop` on
-    // that frame's stack, not otherwise accessed during the call.
-    let state = unsafe { &mut *state.cast::<OptionLoop>() };
+extern "C" fn option_step<P: TcpBytes>(_index: u32, state: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes back the pointer `walk_options_in_loop` gave it: a live
+    // `OptionLoop<P>` on that frame's stack, not otherwise accessed during the call.
+    let state = unsafe { &mut *state.cast::<OptionLoop<P>>() };
     match state.walk.step(&state.packet) {
         Ok(false) => 0,
         Ok(true) => 1,

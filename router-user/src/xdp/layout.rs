@@ -30,7 +30,8 @@ use super::XdpError;
 pub(crate) const LAYOUT: &str = "LAYOUT";
 
 /// Bumped by hand when a map's meaning changes without any key or value size changing.
-pub(crate) const LAYOUT_REVISION: u64 = 1;
+/// 2: `XDP_STATS` grew from 21 to 25 counters (the TC steering hand-off), a `max_entries` change.
+pub(crate) const LAYOUT_REVISION: u64 = 2;
 
 /// `(map, key size, value size)` of every pinned map of the object (the ring buffer has neither).
 fn map_shapes() -> [(&'static str, usize, usize); 11] {

@@ -1,6 +1,7 @@
 //! The front's attachments as pinned `bpf_link`s, so that the datapath (and every steered flow in
-//! it) outlives the process: `<pin_dir>/link_xdp_<iface>` for `xdp_front` on each interface and
-//! `<pin_dir>/link_tcx_<iface>` for `nat_reverse` on tc egress. A SIGKILLed router leaves them (and
+//! it) outlives the process: `<pin_dir>/link_xdp_<iface>` for `xdp_front` on each interface,
+//! `<pin_dir>/link_tcx_<iface>` for `nat_reverse` on tc egress and `<pin_dir>/link_tci_<iface>` for
+//! `steer_ingress` on tc ingress (the NIC and each pod-facing interface, when steering). A SIGKILLed router leaves them (and
 //! the maps) in place; the next router on the same pin dir adopts them by replacing the program in
 //! each link atomically (`bpf_link_update`), with no moment where the interface has no program.
 //! Removing a link's pin (with no fd open on it) detaches it.
@@ -29,6 +30,8 @@ pub(crate) enum LinkKind {
     Xdp,
     /// `nat_reverse` on an interface's tcx egress hook.
     TcxEgress,
+    /// `steer_ingress` on an interface's tcx ingress hook.
+    TcxIngress,
 }
 
 impl LinkKind {
@@ -36,6 +39,16 @@ impl LinkKind {
         match self {
             LinkKind::Xdp => "xdp",
             LinkKind::TcxEgress => "tcx",
+            LinkKind::TcxIngress => "tci",
+        }
+    }
+
+    /// The program this kind of link runs.
+    pub(crate) fn program(self) -> &'static str {
+        match self {
+            LinkKind::Xdp => super::object::PROGRAM,
+            LinkKind::TcxEgress => super::object::TC_PROGRAM,
+            LinkKind::TcxIngress => super::object::STEER_TC_PROGRAM,
         }
     }
 
@@ -43,7 +56,7 @@ impl LinkKind {
     fn pinnable(self) -> bool {
         let needed = match self {
             LinkKind::Xdp => KernelVersion::new(5, 9, 0),
-            LinkKind::TcxEgress => KernelVersion::new(6, 6, 0),
+            LinkKind::TcxEgress | LinkKind::TcxIngress => KernelVersion::new(6, 6, 0),
         };
         KernelVersion::current().is_ok_and(|current| current >= needed)
     }
@@ -57,7 +70,7 @@ pub(crate) fn pin_name(kind: LinkKind, iface: &str) -> String {
 
 /// Whether a pin file name is one of the front's links.
 pub(crate) fn is_link_pin(name: &str) -> bool {
-    name.starts_with("link_xdp_") || name.starts_with("link_tcx_")
+    ["link_xdp_", "link_tcx_", "link_tci_"].iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// How the front holds one attachment.
@@ -76,7 +89,7 @@ pub(crate) struct FrontLink {
     pub iface: String,
     pub if_index: u32,
     pub kind: LinkKind,
-    /// `"driver"`, `"skb"` (XDP) or `"tcx egress"`.
+    /// `"driver"`, `"skb"` (XDP), `"tcx egress"` or `"tcx ingress"`.
     pub mode: &'static str,
     pub held: Held,
     /// Whether the link was adopted from a previous router (its program replaced in place).
@@ -93,12 +106,17 @@ pub(crate) fn pin_xdp(program: &mut Xdp, id: XdpLinkId, path: &Path) -> Result<H
     pin(fd, path)
 }
 
-/// Pins a fresh tcx attachment at `path` (or leaves it with the program on kernels before 6.6).
-pub(crate) fn pin_tc(program: &mut SchedClassifier, id: SchedClassifierLinkId, path: &Path) -> Result<Held, XdpError> {
-    if !LinkKind::TcxEgress.pinnable() {
+/// Pins a fresh tcx attachment of `kind` at `path` (or leaves it with the program on kernels before 6.6).
+pub(crate) fn pin_tc(
+    program: &mut SchedClassifier,
+    kind: LinkKind,
+    id: SchedClassifierLinkId,
+    path: &Path,
+) -> Result<Held, XdpError> {
+    if !kind.pinnable() {
         return Ok(Held::Tc(id));
     }
-    let link = program.take_link(id).map_err(|cause| XdpError::Program { name: super::object::TC_PROGRAM, cause })?;
+    let link = program.take_link(id).map_err(|cause| XdpError::Program { name: kind.program(), cause })?;
     let fd = FdLink::try_from(link).map_err(|cause| link_error(path, cause))?;
     pin(fd, path)
 }
@@ -169,7 +187,9 @@ mod tests {
     fn pin_names_carry_kind_and_interface_without_dots() {
         assert_eq!(pin_name(LinkKind::Xdp, "eth0"), "link_xdp_eth0");
         assert_eq!(pin_name(LinkKind::TcxEgress, "eth0.100"), "link_tcx_eth0_100");
+        assert_eq!(pin_name(LinkKind::TcxIngress, "veth-pa"), "link_tci_veth-pa");
         assert!(is_link_pin("link_xdp_veth-n"));
+        assert!(is_link_pin("link_tci_veth-pa"));
         assert!(!is_link_pin("STEER_FLOWS"));
     }
 }

@@ -2,7 +2,8 @@
 //! layout is this build's ([`super::adopt`]), else refuse when the interface (or a pod-facing one)
 //! already has an XDP program or the pin dir belongs to a live router, then load the embedded object
 //! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface
-//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, pin each link
+//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, `steer_ingress` on
+//! the TC ingress of the interface and each pod-facing one (when there are any), pin each link
 //! ([`super::links`]) and every map as `<pin_dir>/<MAP_NAME>`, with `LAYOUT` and `STEER_FALLBACKS`.
 
 #![allow(unsafe_code)]
@@ -28,7 +29,7 @@ use super::{
     links::{self, FrontLink, Held, LinkKind},
     maps::{open_pin, NatMaps},
     netlink,
-    object::{OBJECT, PROGRAM, TC_PROGRAM},
+    object::{OBJECT, PROGRAM},
     steer_fallbacks::{self, STEER_FALLBACKS},
     steer_maps::SteerMaps,
     XdpError, XdpMode, XdpOptions,
@@ -46,7 +47,8 @@ pub(crate) struct Attached {
     pub if_index: u32,
     /// Kernel id of the loaded `xdp_front`.
     pub prog_id: u32,
-    /// `xdp_front` on the interface first, then on each pod-facing interface, then `nat_reverse`.
+    /// `xdp_front` on the interface first, then on each pod-facing interface, then `nat_reverse`,
+    /// then `steer_ingress` on each of them.
     pub links: Vec<FrontLink>,
     pub stats: StatsMap,
     pub nat: NatMaps,
@@ -122,7 +124,9 @@ fn load_and_attach(
     for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
         links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
     }
-    links.push(attach_tc(&mut ebpf, iface, if_index, &mut pins)?);
+    for (kind, name, index) in tc_links(iface, if_index, pod_ifaces) {
+        links.push(attach_tc(&mut ebpf, kind, name, index, &mut pins)?);
+    }
 
     // Pin after attaching: a map pin under the pin dir means "attached and counting".
     let mut maps: Vec<(&'static str, Map)> = Vec::new();
@@ -191,30 +195,8 @@ fn adopt_and_attach(
             }
         }
     }
-    let tc_path = pins.pin_path(&links::pin_name(LinkKind::TcxEgress, iface));
-    let tc_adopted = if std::fs::symlink_metadata(&tc_path).is_ok() {
-        links::adopt_tc(tc_program(&mut ebpf)?, &tc_path)
-            .inspect_err(|err| tracing::warn!(iface, %err, "the pinned tcx link cannot be updated; attaching anew"))
-            .ok()
-    } else {
-        None
-    };
-    match tc_adopted {
-        Some(held) => {
-            pins.record_pin(tc_path);
-            links.push(FrontLink {
-                iface: iface.to_owned(),
-                if_index,
-                kind: LinkKind::TcxEgress,
-                mode: TCX_EGRESS,
-                held,
-                adopted: true,
-            });
-        }
-        None => {
-            let _ = links::remove_pin(&tc_path);
-            links.push(attach_tc(&mut ebpf, iface, if_index, &mut pins)?);
-        }
+    for (kind, name, index) in tc_links(iface, if_index, pod_ifaces) {
+        links.push(adopt_or_attach_tc(&mut ebpf, kind, name, index, &mut pins)?);
     }
     // Links of the previous front on interfaces this router does not use: removed (detached).
     let wanted: Vec<String> = links.iter().map(|link| links::pin_name(link.kind, &link.iface)).collect();
@@ -255,8 +237,55 @@ fn finish(
     Ok(Attached { ebpf, if_index, prog_id, links, stats, nat, steer, pins, adopted })
 }
 
-/// The mode name of the tcx attachment.
-const TCX_EGRESS: &str = "tcx egress";
+/// The TC links of a front on `iface` with `pod_ifaces`: `nat_reverse` on the interface's egress, and,
+/// when there are pod-facing interfaces (steering), `steer_ingress` on the ingress of each.
+fn tc_links<'a>(iface: &'a str, if_index: u32, pod_ifaces: &[(&'a str, u32)]) -> Vec<(LinkKind, &'a str, u32)> {
+    let mut out = vec![(LinkKind::TcxEgress, iface, if_index)];
+    if !pod_ifaces.is_empty() {
+        for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
+            out.push((LinkKind::TcxIngress, name, index));
+        }
+    }
+    out
+}
+
+/// The mode name of a tcx attachment.
+fn tcx_mode(kind: LinkKind) -> &'static str {
+    if kind == LinkKind::TcxIngress {
+        "tcx ingress"
+    } else {
+        "tcx egress"
+    }
+}
+
+/// Replaces the program of the previous front's `kind` link on `iface` in place, or attaches afresh
+/// when there is none (or it cannot be updated).
+fn adopt_or_attach_tc(
+    ebpf: &mut Ebpf,
+    kind: LinkKind,
+    iface: &str,
+    if_index: u32,
+    pins: &mut PinDir,
+) -> Result<FrontLink, XdpError> {
+    let path = pins.pin_path(&links::pin_name(kind, iface));
+    let adopted = if std::fs::symlink_metadata(&path).is_ok() {
+        links::adopt_tc(tc_program(ebpf, kind)?, &path)
+            .inspect_err(|err| tracing::warn!(iface, %err, "the pinned tcx link cannot be updated; attaching anew"))
+            .ok()
+    } else {
+        None
+    };
+    match adopted {
+        Some(held) => {
+            pins.record_pin(path);
+            Ok(FrontLink { iface: iface.to_owned(), if_index, kind, mode: tcx_mode(kind), held, adopted: true })
+        }
+        None => {
+            let _ = links::remove_pin(&path);
+            attach_tc(ebpf, kind, iface, if_index, pins)
+        }
+    }
+}
 
 /// Attaches `xdp_front` to `iface` afresh and pins the link.
 fn attach_xdp(
@@ -275,27 +304,24 @@ fn attach_xdp(
     Ok(FrontLink { iface: iface.to_owned(), if_index, kind: LinkKind::Xdp, mode, held, adopted: false })
 }
 
-/// Attaches `nat_reverse` to `iface`'s tc egress afresh and pins the link.
-fn attach_tc(ebpf: &mut Ebpf, iface: &str, if_index: u32, pins: &mut PinDir) -> Result<FrontLink, XdpError> {
-    let program = tc_program(ebpf)?;
-    let id = program.attach(iface, TcAttachType::Egress).map_err(|cause| XdpError::Attach {
-        iface: iface.to_owned(),
-        mode: TCX_EGRESS,
-        cause,
-    })?;
-    let path = pins.pin_path(&links::pin_name(LinkKind::TcxEgress, iface));
-    let held = links::pin_tc(program, id, &path)?;
+/// Attaches `kind`'s program to `iface`'s tc hook afresh and pins the link.
+fn attach_tc(
+    ebpf: &mut Ebpf,
+    kind: LinkKind,
+    iface: &str,
+    if_index: u32,
+    pins: &mut PinDir,
+) -> Result<FrontLink, XdpError> {
+    let program = tc_program(ebpf, kind)?;
+    let hook = if kind == LinkKind::TcxIngress { TcAttachType::Ingress } else { TcAttachType::Egress };
+    let mode = tcx_mode(kind);
+    let id = program.attach(iface, hook).map_err(|cause| XdpError::Attach { iface: iface.to_owned(), mode, cause })?;
+    let path = pins.pin_path(&links::pin_name(kind, iface));
+    let held = links::pin_tc(program, kind, id, &path)?;
     if matches!(held, Held::Pinned(_)) {
         pins.record_pin(path);
     }
-    Ok(FrontLink {
-        iface: iface.to_owned(),
-        if_index,
-        kind: LinkKind::TcxEgress,
-        mode: TCX_EGRESS,
-        held,
-        adopted: false,
-    })
+    Ok(FrontLink { iface: iface.to_owned(), if_index, kind, mode, held, adopted: false })
 }
 
 /// The mode `prog_id` runs in on `if_index`, as `--xdp-mode` names it (`"?"` when not found).
@@ -324,13 +350,17 @@ fn load_with(conntrack_size: u32, adopt_pins: Option<&Path>) -> Result<Ebpf, Xdp
     }
     let mut ebpf = loader.load(OBJECT).map_err(XdpError::Object)?;
     xdp_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
-    tc_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })?;
+    for kind in [LinkKind::TcxEgress, LinkKind::TcxIngress] {
+        tc_program(&mut ebpf, kind)?.load().map_err(|cause| XdpError::Program { name: kind.program(), cause })?;
+    }
     Ok(ebpf)
 }
 
-pub(crate) fn tc_program(ebpf: &mut Ebpf) -> Result<&mut SchedClassifier, XdpError> {
-    let program = ebpf.program_mut(TC_PROGRAM).ok_or(XdpError::Missing { kind: "program", name: TC_PROGRAM })?;
-    program.try_into().map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })
+/// The TC program of `kind` (`nat_reverse` or `steer_ingress`).
+pub(crate) fn tc_program(ebpf: &mut Ebpf, kind: LinkKind) -> Result<&mut SchedClassifier, XdpError> {
+    let name = kind.program();
+    let program = ebpf.program_mut(name).ok_or(XdpError::Missing { kind: "program", name })?;
+    program.try_into().map_err(|cause| XdpError::Program { name, cause })
 }
 
 pub(crate) fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, XdpError> {
@@ -425,7 +455,9 @@ pub(crate) fn detach(ebpf: &mut Ebpf, link: FrontLink, prog_id: u32) -> Result<(
             drop(fd);
         }
         Held::Xdp(id) => xdp_program(ebpf)?.detach(id).map_err(|cause| XdpError::Program { name: PROGRAM, cause })?,
-        Held::Tc(id) => tc_program(ebpf)?.detach(id).map_err(|cause| XdpError::Program { name: TC_PROGRAM, cause })?,
+        Held::Tc(id) => {
+            tc_program(ebpf, kind)?.detach(id).map_err(|cause| XdpError::Program { name: kind.program(), cause })?
+        }
     }
     if kind == LinkKind::Xdp {
         wait_detached(if_index, prog_id);

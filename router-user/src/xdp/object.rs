@@ -9,6 +9,9 @@ pub(crate) const PROGRAM: &str = "xdp_front";
 /// Name of the TC egress program that restores nodePort addresses on replies (`#[classifier]`).
 pub(crate) const TC_PROGRAM: &str = "nat_reverse";
 
+/// The TC ingress program of the steering datapath (the packets `xdp_front` hands over).
+pub(crate) const STEER_TC_PROGRAM: &str = "steer_ingress";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -19,6 +22,7 @@ mod tests {
         let contains = |name: &str| OBJECT.windows(name.len()).any(|w| w == name.as_bytes());
         assert!(contains(PROGRAM), "object lacks {PROGRAM}");
         assert!(contains(TC_PROGRAM), "object lacks {TC_PROGRAM}");
+        assert!(contains(STEER_TC_PROGRAM), "object lacks {STEER_TC_PROGRAM}");
         for map in router_common::maps::PINNED_MAPS {
             assert!(contains(map), "object lacks map {map}");
         }

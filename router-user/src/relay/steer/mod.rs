@@ -1,6 +1,6 @@
 //! Passthrough steering, the userspace setup: a passthrough connection whose ClientHello the router
 //! read is handed to the XDP datapath, which from then on moves its packets between the client and
-//! the pod by itself (design notes: `/work/shared/XDP-STEERING.md`; the contract of this increment:
+//! the pod by itself (design notes: `docs/steering.md`; the contract of this increment:
 //! the router opens leg B from a raw socket). Off unless `--xdp-steer-passthrough`.
 //!
 //! - [`datapath`]: the maps behind a trait (the kernel's in [`aya_maps`], a fake in tests).

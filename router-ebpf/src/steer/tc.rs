@@ -1,0 +1,198 @@
+//! `steer_ingress`: the TC ingress half of the steering datapath, attached (tcx) to the client-facing
+//! interface and to every pod-facing one. It translates the steered packets `xdp_front` passed up
+//! (`super::program::Handoff`): segments whose checksum the sender left partial (TX checksum
+//! offload, every pod by default) and GSO super-packets longer than a standard Ethernet frame (1,514 bytes).
+//!
+//! Why TC: the skb knows what XDP cannot see. `bpf_l4_csum_replace` updates a partial checksum's
+//! pseudo-header sum and leaves the rest to whoever completes it, and updates a complete one in full
+//! (`router_common::steer::checksum_change`); a GSO skb is rewritten once, header only, and the
+//! kernel (or the NIC) cuts it into segments on the way out, each with its own sequence number.
+//!
+//! - Verdict policy: `TC_ACT_OK` (unchanged) for anything that is not IPv4 TCP with a steered
+//!   `STEER_FLOWS` entry under its arrival 5-tuple, and for fragments; `TC_ACT_SHOT` for a steered
+//!   flow's SYN, a segment whose header or options do not parse, or a helper that refused (counted
+//!   in the entry's `dropped` and `XDP_STATS` 24); otherwise the packet is translated with the
+//!   same `router_common::steer::translate` as in XDP, its IPv4 and Ethernet addresses set, counted
+//!   (entry, `XDP_STATS` 23) and redirected to the egress of the entry's `if_index`
+//!   (`TC_ACT_REDIRECT`).
+//! - Bounds and access: every read and write through `bpf_skb_load_bytes`/`bpf_skb_store_bytes`
+//!   (which work on non-linear skbs), checksums through `bpf_l3_csum_replace`/`bpf_l4_csum_replace`.
+//! - Maps: `STEER_FLOWS` (lookup, counters as `super::program::account`), `XDP_STATS`.
+
+use core::ffi::c_void;
+
+use aya_ebpf::{
+    bindings::{__sk_buff, BPF_F_PSEUDO_HDR, TC_ACT_OK, TC_ACT_SHOT},
+    helpers::{bpf_l4_csum_replace, bpf_redirect, bpf_skb_load_bytes, bpf_skb_store_bytes},
+    macros::classifier,
+    programs::TcContext,
+};
+use router_common::{
+    nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
+    stats::{STATS_TC_STEERED, STATS_TC_STEER_DROP},
+    steer::{segment::CHECK, translate, ChecksumChange, OptionLayout, SteerError, SteerFlow, TcpBytes, STEER_STEERED},
+};
+
+use super::{
+    maps::STEER_FLOWS,
+    packet::walk_options_in_loop,
+    program::{account, Seen},
+};
+use crate::{
+    headers::{EthHdr, Ipv4Hdr, TcpHdr, ETH_P_IP, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF, TCP_SYN},
+    stats::count,
+};
+
+const ETH_LEN: usize = size_of::<EthHdr>();
+const IPV4_MF_OFFSET: u16 = 0x3fff;
+
+#[classifier]
+pub fn steer_ingress(ctx: TcContext) -> i32 {
+    match steer(&ctx) {
+        Some(verdict) => verdict,
+        None => TC_ACT_OK,
+    }
+}
+
+/// An IPv4 TCP packet's arrival 5-tuple and where its headers are.
+struct Arrival {
+    key: FlowKey,
+    l4_off: usize,
+    flags: u8,
+    ack: u32,
+}
+
+/// `None`: not the program's (left unchanged). Not inlined: the translation's frame stays apart
+/// from the classifier's.
+#[inline(never)]
+fn steer(ctx: &TcContext) -> Option<i32> {
+    let arrived = read_arrival(ctx)?;
+    let entry = STEER_FLOWS.get_ptr_mut(arrived.key)?;
+    // SAFETY: a valid pointer to this direction's entry, read in place; userspace writes the whole
+    // entry before setting it steered, and this program writes only counters, `last_seen_ns`,
+    // `seen` and `acked`, after its last use of `flow`.
+    let flow: &SteerFlow = unsafe { &*entry };
+    if flow.state != STEER_STEERED {
+        return None;
+    }
+    let was = Seen { last_seen_ns: flow.last_seen_ns, seen: flow.seen, direction: flow.direction, acked: flow.acked };
+    let if_index = flow.if_index;
+    let bytes = u64::from(ctx.len());
+    if arrived.flags & TCP_SYN != 0 || rewrite(ctx, &arrived, flow).is_err() {
+        // SAFETY: `entry` is a live map value of plain integers.
+        unsafe { (*entry).dropped += 1 };
+        count(STATS_TC_STEER_DROP, bytes);
+        return Some(TC_ACT_SHOT as i32);
+    }
+    // SAFETY: `entry` is this direction's live entry, not used as `flow` any more.
+    unsafe { account(entry, was, arrived.flags, arrived.ack, bytes) };
+    count(STATS_TC_STEERED, bytes);
+    // SAFETY: bpf_redirect only records the target (egress of `if_index`, flags 0) for after the
+    // program returns TC_ACT_REDIRECT, which it gives back.
+    Some(unsafe { bpf_redirect(if_index, 0) } as i32)
+}
+
+#[inline(always)]
+fn read_arrival(ctx: &TcContext) -> Option<Arrival> {
+    let ether_type: [u8; 2] = ctx.load(12).ok()?;
+    if u16::from_be_bytes(ether_type) != ETH_P_IP {
+        return None;
+    }
+    let ip: Ipv4Hdr = ctx.load(ETH_LEN).ok()?;
+    let ihl = usize::from(ip.version_ihl & 0x0f);
+    if ip.version_ihl >> 4 != 4
+        || ihl < 5
+        || ip.protocol != IPPROTO_TCP
+        || u16::from_be_bytes(ip.frag_off) & IPV4_MF_OFFSET != 0
+    {
+        return None;
+    }
+    let l4_off = ETH_LEN + ihl * 4;
+    let th: TcpHdr = ctx.load(l4_off).ok()?;
+    let mut key = FlowKey { family: FAMILY_IPV4, protocol: PROTO_TCP, ..FlowKey::default() };
+    key.src_addr[..4].copy_from_slice(&ip.src);
+    key.dst_addr[..4].copy_from_slice(&ip.dst);
+    key.src_port = u16::from_be_bytes(th.src_port);
+    key.dst_port = u16::from_be_bytes(th.dst_port);
+    Some(Arrival { key, l4_off, flags: th.off_flags[1], ack: u32::from_be_bytes(th.ack) })
+}
+
+/// A helper refused a write (the skb could not be made writable, say).
+struct Refused;
+
+/// The TCP header through `translate` (checksum by the kernel's helpers), then the IPv4 addresses
+/// with the header checksum, then the Ethernet addresses.
+#[inline(always)]
+fn rewrite(ctx: &TcContext, arrived: &Arrival, flow: &SteerFlow) -> Result<(), Refused> {
+    let mut segment = SkbTcp { skb: ctx.skb.skb, l4_off: arrived.l4_off };
+    translate(&mut segment, &arrived.key, flow).map_err(|_| Refused)?;
+    let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
+    for (at, old, new) in [
+        (ETH_LEN + IPV4_SRC_OFF, v4(&arrived.key.src_addr), v4(&flow.src_addr)),
+        (ETH_LEN + IPV4_SRC_OFF + 4, v4(&arrived.key.dst_addr), v4(&flow.dst_addr)),
+    ] {
+        let (old, new) = (u32::from_ne_bytes(old), u32::from_ne_bytes(new));
+        if old != new {
+            ctx.l3_csum_replace(ETH_LEN + IPV4_CHECK_OFF, u64::from(old), u64::from(new), 4).map_err(|_| Refused)?;
+            ctx.store(at, &new, 0).map_err(|_| Refused)?;
+        }
+    }
+    let mut macs = [0u8; 12];
+    macs[..6].copy_from_slice(&flow.dst_mac);
+    macs[6..].copy_from_slice(&flow.src_mac);
+    ctx.store(0, &macs, 0).map_err(|_| Refused)
+}
+
+/// The TCP header of the skb, offsets from the TCP header start, read and written with
+/// `bpf_skb_load_bytes`/`bpf_skb_store_bytes`; the checksum field through `bpf_l4_csum_replace`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SkbTcp {
+    skb: *mut __sk_buff,
+    l4_off: usize,
+}
+
+impl TcpBytes for SkbTcp {
+    #[inline(always)]
+    fn load<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
+        let mut bytes = [0u8; N];
+        // SAFETY: `self.skb` is the program's context; `bytes` is a live N-byte stack buffer. The
+        // helper fails (non-zero) instead of reading past the packet.
+        let failed = unsafe {
+            bpf_skb_load_bytes(
+                self.skb.cast::<c_void>(),
+                (self.l4_off + offset) as u32,
+                bytes.as_mut_ptr().cast(),
+                N as u32,
+            )
+        };
+        (failed == 0).then_some(bytes)
+    }
+
+    #[inline(always)]
+    fn store<const N: usize>(&mut self, offset: usize, bytes: [u8; N]) -> Option<()> {
+        // SAFETY: as for `load`; flags 0: no checksum work, which `store_checksum` does.
+        let failed =
+            unsafe { bpf_skb_store_bytes(self.skb, (self.l4_off + offset) as u32, bytes.as_ptr().cast(), N as u32, 0) };
+        (failed == 0).then_some(())
+    }
+
+    #[inline(always)]
+    fn walk_options(&self, header_len: usize) -> Result<OptionLayout, SteerError> {
+        walk_options_in_loop(*self, header_len)
+    }
+
+    /// Both differences to the kernel, which applies each as the skb's checksum state needs: a
+    /// partial checksum takes only the pseudo-header's.
+    #[inline(always)]
+    fn store_checksum(&mut self, change: ChecksumChange) -> Option<()> {
+        let at = (self.l4_off + CHECK) as u32;
+        let pseudo = u64::from(BPF_F_PSEUDO_HDR);
+        // SAFETY: `self.skb` is the program's context; size 0 in the flags: `to` is a difference.
+        let failed = unsafe {
+            bpf_l4_csum_replace(self.skb, at, 0, u64::from(change.pseudo_diff()), pseudo) != 0
+                || bpf_l4_csum_replace(self.skb, at, 0, u64::from(change.field_diff()), 0) != 0
+        };
+        (!failed).then_some(())
+    }
+}
