@@ -13,200 +13,30 @@ mod xdp_common;
 
 use std::{
     fs,
-    io::{self, Read, Write},
-    net::{Shutdown, SocketAddr, TcpListener, TcpStream},
-    path::Path,
-    process::{Command, Stdio},
-    sync::{Mutex, MutexGuard, PoisonError},
+    io::{self, Write},
+    net::Shutdown,
     thread,
     time::{Duration, Instant},
 };
 
-use router_tests::manifests::{service, RouteSpec, RouteTls};
-use router_tests::tls_client::{client_config, server_name, Trust};
 use xdp_common::flow_map_fill::{self, PinnedMap};
-use xdp_common::in_netns::{accept, connect, listen, reset};
-use xdp_common::steer_topology::{eventually, metric, metric_where, sha256_file, Topology, NODE4, POD_A};
-use xdp_common::{dump_formatted, is_root, require_tools, PinDir, Process};
+use xdp_common::in_netns::reset;
+use xdp_common::steer_ends::{
+    client_hello, exchange, expect_eof, expect_reset, random_file, sha256_of_stream, Life, Opened,
+};
+use xdp_common::steer_topology::{eventually, metric, metric_where};
 
 const PREFIX: &str = "rstl";
-const LIFE_HOST: &str = "life.example.com";
-const LIFE_PORT: u16 = 9000;
-/// Bounds every socket wait of these tests.
-const IO_TIMEOUT: Duration = Duration::from_secs(60);
 /// The sweep's lingers (`relay::steer::sweep`) and its period.
 const FIN_LINGER: Duration = Duration::from_secs(5);
 const RST_LINGER: Duration = Duration::from_secs(1);
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// One topology with its router and the pod-side listener of `life.example.com`.
-struct Life {
-    topo: Topology,
-    pin_dir: PinDir,
-    router: Process,
-    pod: TcpListener,
-    _serial: MutexGuard<'static, ()>,
-}
-
-/// Both ends of a flow opened through the router, and the ClientHello it began with.
-struct Opened {
-    client: TcpStream,
-    pod: TcpStream,
-}
-
-impl Life {
-    /// `None` (after saying so) without root.
-    fn start(n: u32, envs: &[(&str, &str)]) -> Option<Life> {
-        if !is_root() {
-            eprintln!("skipping xdp_steer_life: needs root (network namespaces, XDP, bpffs, raw sockets)");
-            return None;
-        }
-        let serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-        require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash", "head"]);
-        let mut topo = Topology::new(PREFIX, &[]);
-        let pod_addr: SocketAddr = format!("{POD_A}:{LIFE_PORT}").parse().expect("pod address");
-        let pod = listen(&topo.pods[0], pod_addr);
-        let mut extra = service("demo", "life", &[pod_addr]);
-        extra += &RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("demo", "life", LIFE_HOST, "life") }
-            .yaml();
-        topo.write_manifests(&extra, 1);
-        let pin_dir = PinDir::new(PREFIX, n);
-        let router = topo.start_router("skb", &pin_dir.0, envs);
-        Some(Life { topo, pin_dir, router, pod, _serial: serial })
-    }
-
-    /// Connects from the client namespace, sends `hello` in `pieces` writes (TCP_NODELAY, a pause
-    /// after each, so each leaves as its own segment), and takes the pod's end once the hello
-    /// arrived there whole.
-    fn open(&self, hello: &[u8], pieces: usize) -> Opened {
-        let node: SocketAddr = format!("{NODE4}:443").parse().expect("node address");
-        let mut client = connect(&self.topo.client, node, IO_TIMEOUT);
-        for piece in hello.chunks(hello.len().div_ceil(pieces.max(1))) {
-            client.write_all(piece).expect("write a piece of the ClientHello");
-            thread::sleep(Duration::from_millis(50));
-        }
-        let mut pod = accept(&self.pod, IO_TIMEOUT);
-        let mut got = vec![0u8; hello.len()];
-        pod.read_exact(&mut got).expect("the ClientHello at the pod");
-        assert!(got == hello, "the pod received the ClientHello the client sent, byte for byte");
-        Opened { client, pod }
-    }
-
-    fn metrics(&self) -> String {
-        self.topo.metrics()
-    }
-
-    /// Waits until the router counted `n` steered connections.
-    fn wait_steered(&self, n: u64) {
-        eventually(&format!("{n} steered connection(s)"), Duration::from_secs(10), || {
-            metric(&self.metrics(), "router_xdp_steered_connections_total") >= n
-        });
-        let text = self.metrics();
-        assert_eq!(metric(&text, "router_xdp_steered_connections_total"), n, "{text}\n{}", self.router.log());
-    }
-
-    /// The entries of the pinned `STEER_FLOWS`, as `bpftool` shows them.
-    fn flow_entries(&self) -> Vec<serde_json::Value> {
-        dump_formatted(&self.pin_dir.0.join("STEER_FLOWS"))
-    }
-
-    /// Asserts the datapath carried everything: nothing through the userspace relay, no fallback.
-    fn assert_all_steered(&self) {
-        let text = self.metrics();
-        assert_eq!(metric(&text, "router_xdp_steer_fallbacks_total"), 0, "{text}\n{}", self.router.log());
-        assert_eq!(metric(&text, "router_passthrough_bytes_total"), 0, "the userspace relay carried nothing: {text}");
-    }
-
-    /// Asserts the flow's entries outlive `kept` after its end and are gone (entries and gauge) by
-    /// `gone`, both from `ended`.
-    fn assert_removed_between(&self, ended: Instant, kept: Duration, gone: Duration, what: &str) {
-        thread::sleep(kept.saturating_sub(ended.elapsed()));
-        let entries = self.flow_entries();
-        assert_eq!(entries.len(), 2, "{what}: both entries still there {kept:?} after the end: {entries:?}");
-        let limit = gone.saturating_sub(ended.elapsed());
-        eventually(&format!("{what}: the flow's entries removed"), limit, || {
-            self.flow_entries().is_empty() && metric(&self.metrics(), "router_xdp_steered_flows") == 0
-        });
-    }
-
-    fn stop(mut self) {
-        let exit = self.router.terminate();
-        assert!(exit.success(), "router exited with {exit}:\n{}", self.router.log());
-    }
-}
-
-/// rustls' first flight for `LIFE_HOST` offering `alpn` (a long list makes it large).
-fn client_hello(alpn: &[&str]) -> Vec<u8> {
-    let config = client_config(Trust::Anything, alpn, None);
-    let mut connection = rustls::ClientConnection::new(config, server_name(Some(LIFE_HOST))).expect("rustls client");
-    let mut hello = Vec::new();
-    while connection.wants_write() {
-        connection.write_tls(&mut hello).expect("ClientHello");
-    }
-    hello
-}
-
-/// Sends `bytes` one way and checks they arrive, exactly.
-fn exchange(from: &mut TcpStream, to: &mut TcpStream, bytes: &[u8]) {
-    from.write_all(bytes).expect("send");
-    let mut got = vec![0u8; bytes.len()];
-    to.read_exact(&mut got).expect("receive");
-    assert!(got == bytes, "{} bytes arrived intact", bytes.len());
-}
-
-/// Reads until EOF; fails on anything else.
-fn expect_eof(stream: &mut TcpStream, what: &str) {
-    let mut rest = Vec::new();
-    stream.read_to_end(&mut rest).unwrap_or_else(|err| panic!("{what}: reading to EOF: {err}"));
-    assert!(rest.is_empty(), "{what}: {} unexpected bytes before EOF", rest.len());
-}
-
-/// Reads until an error; asserts it is a reset.
-fn expect_reset(stream: &mut TcpStream, what: &str) {
-    let mut buffer = [0u8; 4096];
-    let deadline = Instant::now() + IO_TIMEOUT;
-    loop {
-        match stream.read(&mut buffer) {
-            Ok(0) => panic!("{what}: EOF instead of a reset"),
-            Ok(_) => assert!(Instant::now() < deadline, "{what}: no reset within {IO_TIMEOUT:?}"),
-            Err(err) => {
-                assert_eq!(err.kind(), io::ErrorKind::ConnectionReset, "{what}: {err}");
-                return;
-            }
-        }
-    }
-}
-
-/// `size` random bytes in `path`; returns their sha256.
-fn random_file(path: &Path, size: u64) -> String {
-    let status = Command::new("bash")
-        .arg("-c")
-        .arg(format!("head -c {size} /dev/urandom > '{}'", path.display()))
-        .status()
-        .expect("run head");
-    assert!(status.success(), "writing {size} random bytes: {status}");
-    assert_eq!(fs::metadata(path).expect("random file").len(), size);
-    sha256_file(path)
-}
-
-/// Streams `from` to its EOF through `sha256sum`; returns the hash and the byte count.
-fn sha256_of_stream(from: &mut TcpStream) -> (String, u64) {
-    let mut child =
-        Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn sha256sum");
-    let mut stdin = child.stdin.take().expect("sha256sum stdin");
-    let copied = io::copy(from, &mut stdin).expect("stream into sha256sum");
-    drop(stdin);
-    let out = child.wait_with_output().expect("sha256sum output");
-    (String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_owned(), copied)
-}
-
 #[test]
 fn a_gib_down_and_256_mib_up_arrive_intact() {
     const DOWN: u64 = 1 << 30;
     const UP: u64 = 256 << 20;
-    let Some(life) = Life::start(1, &[]) else { return };
+    let Some(life) = Life::start(PREFIX, 1, &[]) else { return };
     let work = life.topo.work.path();
     let down_sha = random_file(&work.join("down.bin"), DOWN);
     let up_sha = random_file(&work.join("up.bin"), UP);
@@ -255,7 +85,7 @@ fn a_gib_down_and_256_mib_up_arrive_intact() {
 
 #[test]
 fn a_client_hello_in_three_segments_is_steered() {
-    let Some(life) = Life::start(2, &[]) else { return };
+    let Some(life) = Life::start(PREFIX, 2, &[]) else { return };
     // 24 protocol names of 120 bytes: a ClientHello over two segments' worth (MSS 1460 less the
     // timestamps), so the router replays it to the pod in three segments too.
     let names: Vec<String> = (0..24).map(|i| format!("{i:03}{}", "x".repeat(117))).collect();
@@ -274,7 +104,7 @@ fn a_client_hello_in_three_segments_is_steered() {
 
 #[test]
 fn half_close_each_way_keeps_the_other_direction_open() {
-    let Some(life) = Life::start(3, &[]) else { return };
+    let Some(life) = Life::start(PREFIX, 3, &[]) else { return };
     let hello = client_hello(&["http/1.1"]);
     let rest: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 + i / 251) as u8).collect();
 
@@ -313,7 +143,7 @@ fn half_close_each_way_keeps_the_other_direction_open() {
 
 #[test]
 fn a_reset_from_either_side_reaches_the_other() {
-    let Some(life) = Life::start(4, &[]) else { return };
+    let Some(life) = Life::start(PREFIX, 4, &[]) else { return };
     let hello = client_hello(&["http/1.1"]);
 
     let Opened { mut client, mut pod } = life.open(&hello, 1);
@@ -340,7 +170,7 @@ fn a_reset_from_either_side_reaches_the_other() {
 #[test]
 fn idle_steered_flows_age_out_at_the_tunnel_timeout() {
     const TUNNEL_TIMEOUT: Duration = Duration::from_secs(4);
-    let Some(life) = Life::start(5, &[("ROUTER_DEFAULT_TUNNEL_TIMEOUT", "4s")]) else { return };
+    let Some(life) = Life::start(PREFIX, 5, &[("ROUTER_DEFAULT_TUNNEL_TIMEOUT", "4s")]) else { return };
     let hello = client_hello(&["http/1.1"]);
     let Opened { mut client, mut pod } = life.open(&hello, 1);
     life.wait_steered(1);
@@ -362,7 +192,7 @@ fn idle_steered_flows_age_out_at_the_tunnel_timeout() {
 
 #[test]
 fn a_full_flow_map_falls_back_to_the_userspace_relay() {
-    let Some(life) = Life::start(6, &[]) else { return };
+    let Some(life) = Life::start(PREFIX, 6, &[]) else { return };
     let hello = client_hello(&["http/1.1"]);
     let map = PinnedMap::open(&life.pin_dir.0.join("STEER_FLOWS"));
     let filled = flow_map_fill::fill(&map);

@@ -143,6 +143,16 @@ fn rewrite(ctx: &TcContext, arrived: &Arrival, flow: &SteerFlow) -> Result<(), R
     ctx.store(0, &macs, 0).map_err(|_| Refused)
 }
 
+/// A difference of 16-bit words read big endian, as the kernel's checksum helpers take it: they sum
+/// words as they lie in memory (host order), and a ones' complement sum of byte-swapped words is the
+/// byte-swapped sum. On a little-endian host a difference passed unswapped lands in the other byte of
+/// each word; a receiver that verifies the checksum then drops the segment (veth peers never verify a
+/// partial checksum, which is how such a slip hides).
+#[inline(always)]
+fn in_memory_order(diff: u32) -> u64 {
+    u64::from(u16::from_ne_bytes((diff as u16).to_be_bytes()))
+}
+
 /// The TCP header of the skb, offsets from the TCP header start, read and written with
 /// `bpf_skb_load_bytes`/`bpf_skb_store_bytes`; the checksum field through `bpf_l4_csum_replace`.
 #[repr(C)]
@@ -188,10 +198,11 @@ impl TcpBytes for SkbTcp {
     fn store_checksum(&mut self, change: ChecksumChange) -> Option<()> {
         let at = (self.l4_off + CHECK) as u32;
         let pseudo = u64::from(BPF_F_PSEUDO_HDR);
+        let (pseudo_diff, field_diff) = (in_memory_order(change.pseudo_diff()), in_memory_order(change.field_diff()));
         // SAFETY: `self.skb` is the program's context; size 0 in the flags: `to` is a difference.
         let failed = unsafe {
-            bpf_l4_csum_replace(self.skb, at, 0, u64::from(change.pseudo_diff()), pseudo) != 0
-                || bpf_l4_csum_replace(self.skb, at, 0, u64::from(change.field_diff()), 0) != 0
+            bpf_l4_csum_replace(self.skb, at, 0, pseudo_diff, pseudo) != 0
+                || bpf_l4_csum_replace(self.skb, at, 0, field_diff, 0) != 0
         };
         (!failed).then_some(())
     }

@@ -6,10 +6,11 @@ use std::ops::RangeInclusive;
 /// `--xdp-steer-passthrough`, `--xdp-steer-ports`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct SteerArgs {
-    /// Hand passthrough connections to the XDP datapath (needs --xdp-iface and --xdp-pod-interfaces): the
-    /// flow then runs between client and pod in the kernel; any condition not met leaves it on the
-    /// userspace relay, counted by reason in router_xdp_steer_fallbacks_total.
-    #[arg(long, env = "ROUTER_XDP_STEER_PASSTHROUGH", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    /// Hand passthrough connections to the XDP datapath: on by default wherever the XDP front is attached
+    /// with pod-facing interfaces (--xdp-iface and --xdp-pod-interfaces); `false` turns it off. The flow
+    /// then runs between client and pod in the kernel; any condition not met leaves it on the userspace
+    /// relay, counted by reason in router_xdp_steer_fallbacks_total.
+    #[arg(long, env = "ROUTER_XDP_STEER_PASSTHROUGH", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub xdp_steer_passthrough: bool,
 
     /// Source ports of the node's connections to pods for steered flows, FIRST-LAST; added to
@@ -46,9 +47,9 @@ mod tests {
     }
 
     #[test]
-    fn off_by_default_and_switched_on_by_the_flag() {
+    fn on_by_default_and_switched_off_by_false() {
         let default = Settings::try_parse_from(["router"]).expect("no flags");
-        assert!(!default.steer.xdp_steer_passthrough);
+        assert!(default.steer.xdp_steer_passthrough);
         assert_eq!(default.steer.xdp_steer_ports, 61_000..=61_999);
         let on = Settings::try_parse_from(["router", "--xdp-steer-passthrough", "--xdp-steer-ports", "50000-50010"])
             .expect("flags");

@@ -69,6 +69,8 @@ mod steer_front_tests;
 mod steer_maps;
 #[cfg(test)]
 mod steer_packet_tests;
+#[cfg(test)]
+mod steer_tc_tests;
 pub mod sync;
 
 use std::{path::PathBuf, sync::Mutex};

@@ -133,7 +133,7 @@ pub(super) fn timestamps(tsval: u32, tsecr: u32) -> Vec<u8> {
     [vec![OPT_TS, 10], tsval.to_be_bytes().to_vec(), tsecr.to_be_bytes().to_vec()].concat()
 }
 
-fn sack(blocks: &[(u32, u32)]) -> Vec<u8> {
+pub(super) fn sack(blocks: &[(u32, u32)]) -> Vec<u8> {
     let mut out = vec![OPT_SACK, 2 + 8 * blocks.len() as u8];
     for (left, right) in blocks {
         out.extend_from_slice(&left.to_be_bytes());
@@ -536,6 +536,29 @@ fn syns_and_malformed_options_are_dropped_unchanged_and_counted() {
         assert_eq!(out, frame, "{name}: nothing written");
         let entry = h.entry(&key(POD, NODE_Q));
         assert_eq!((entry.dropped, entry.packets), (i as u64 + 1, 0), "{name}: counted as dropped");
+    }
+}
+
+#[test]
+fn partial_checksums_and_long_frames_are_left_to_steer_ingress_unchanged() {
+    require_root!();
+    let h = Harness::steered(SteerTcp::new(1, 2, 3, 4, 7, 7));
+    // What a pod with TX checksum offload sends: the field holds the bare pseudo-header sum of its
+    // own addresses, protocol and TCP length (not complemented).
+    let mut partial = Segment { options: timestamps(5, 6), ..Segment::new(POD, NODE_Q) }.frame();
+    let tcp_len = (partial.len() - 14 - 20) as u32;
+    let pseudo = sum_bytes(&[POD.0, NODE_Q.0].concat()) + u32::from(TCP) + tcp_len;
+    partial[14 + 20 + 16..14 + 20 + 18].copy_from_slice(&fold(pseudo).to_be_bytes());
+    // A GSO super-packet as generic XDP sees it (linearised): longer than an Ethernet frame.
+    let mut long = Segment::new(CLIENT, ROUTER).frame();
+    long.resize(1515, 0);
+    for (name, frame) in [("partial checksum", partial), ("1,515-byte frame", long)] {
+        let (verdict, out) = h.run(&frame);
+        assert_eq!((verdict, out == frame), (XDP_PASS, true), "{name}: passed up unchanged");
+    }
+    for key in [key(POD, NODE_Q), key(CLIENT, ROUTER)] {
+        let entry = h.entry(&key);
+        assert_eq!((entry.packets, entry.dropped), (0, 0), "counted where translated, not here");
     }
 }
 

@@ -58,10 +58,55 @@ pub struct Topology {
     routes: usize,
 }
 
+/// How the test interfaces are set, beside the kernel's defaults. The default is a node as it is:
+/// the client's end sends complete checksums (as packets from a real NIC's wire have them), the
+/// node's and the pods' veths keep their TX checksum offload and TSO/GSO, so a pod's packets reach
+/// the node with partial checksums and as GSO super-packets, as every pod's do; the receiving ends
+/// (client, pods) have GRO on, which driver mode needs (see [`Topology::with_interfaces`]).
+#[derive(Clone, Debug)]
+pub struct Interfaces {
+    /// TX checksum offload on the client's veth.
+    pub client_tx_checksum: bool,
+    /// TX checksum offload on the pods' and the node's veths.
+    pub pod_tx_checksum: bool,
+    /// TSO and GSO on the pods' veths.
+    pub pod_segmentation: bool,
+    /// GRO on the receiving ends (the client's and the pods' veths).
+    pub gro: bool,
+    /// MTU of every veth.
+    pub mtu: u32,
+}
+
+impl Default for Interfaces {
+    fn default() -> Self {
+        Interfaces { client_tx_checksum: false, pod_tx_checksum: true, pod_segmentation: true, gro: true, mtu: 1500 }
+    }
+}
+
+impl Interfaces {
+    /// A short label for test output.
+    pub fn label(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        format!(
+            "client tx-csum {}, pod tx-csum {}, pod tso/gso {}, gro {}, mtu {}",
+            on(self.client_tx_checksum),
+            on(self.pod_tx_checksum),
+            on(self.pod_segmentation),
+            on(self.gro),
+            self.mtu
+        )
+    }
+}
+
 impl Topology {
-    /// Creates the namespaces under `prefix` and starts the pods' servers; `files` are written into
-    /// both pods' served directories (name, content).
+    /// [`Topology::with_interfaces`] with the default [`Interfaces`].
     pub fn new(prefix: &str, files: &[(&str, &[u8])]) -> Topology {
+        Topology::with_interfaces(prefix, files, &Interfaces::default())
+    }
+
+    /// Creates the namespaces under `prefix`, sets their interfaces as `interfaces` says, and starts
+    /// the pods' servers; `files` are written into both pods' served directories (name, content).
+    pub fn with_interfaces(prefix: &str, files: &[(&str, &[u8])], interfaces: &Interfaces) -> Topology {
         NetNs::remove_stale(prefix);
         remove_stale_pin_dirs(prefix);
         let client = NetNs::new(prefix);
@@ -82,17 +127,28 @@ impl Topology {
         );
         pod_a.ip(&["route", "add", "default", "via", "10.211.1.1"]);
         pod_b.ip(&["route", "add", "default", "via", "10.211.2.1"]);
-        // Only the client's end sends complete checksums, as packets from a real NIC's wire have them; the
-        // node's and the pods' veths keep the kernel's defaults (TX checksum offload, TSO/GSO), so a pod's
-        // packets reach the node with partial checksums and as GSO super-packets, as every pod's do.
-        ethtool_tx_off(&client, "veth-c");
-        // Driver mode: a steered packet leaves by XDP_REDIRECT into another veth, whose ndo_xdp_xmit
-        // puts the frame on its peer's NAPI ring; a veth has that ring only while an XDP program is
-        // attached to it or GRO is on (veth creates both ends with GRO off), and otherwise drops the
-        // frame (-ENXIO, `xdp:xdp_redirect_err`). The receiving ends are the client's and the pods'
-        // veths: GRO on there, in both modes alike.
-        for (ns, dev) in [(&client, "veth-c"), (&pod_a, "veth-a"), (&pod_b, "veth-b")] {
-            ethtool_gro_on(ns, dev);
+        let node_ends = [(&node, NODE_IF), (&node, "veth-pa"), (&node, "veth-pb")];
+        let pod_ends = [(&pod_a, "veth-a"), (&pod_b, "veth-b")];
+        let all_ends = [(&client, "veth-c")].into_iter().chain(node_ends).chain(pod_ends);
+        for (ns, dev) in all_ends {
+            if interfaces.mtu != 1500 {
+                ns.ip(&["link", "set", dev, "mtu", &interfaces.mtu.to_string()]);
+            }
+        }
+        ethtool(&client, "veth-c", &[("tx", interfaces.client_tx_checksum)]);
+        for (ns, dev) in node_ends.into_iter().chain(pod_ends) {
+            ethtool(ns, dev, &[("tx", interfaces.pod_tx_checksum)]);
+        }
+        for (ns, dev) in pod_ends {
+            ethtool(ns, dev, &[("tso", interfaces.pod_segmentation), ("gso", interfaces.pod_segmentation)]);
+        }
+        // Driver mode: a steered packet XDP translates leaves by XDP_REDIRECT into another veth, whose
+        // ndo_xdp_xmit puts the frame on its peer's NAPI ring; a veth has that ring only while an XDP
+        // program is attached to it or GRO is on (veth creates both ends with GRO off), and otherwise
+        // drops the frame (-ENXIO, `xdp:xdp_redirect_err`). The receiving ends are the client's and the
+        // pods' veths.
+        for (ns, dev) in [(&client, "veth-c")].into_iter().chain(pod_ends) {
+            ethtool(ns, dev, &[("gro", interfaces.gro)]);
         }
 
         let work = tempfile::tempdir().expect("temp dir");
@@ -192,7 +248,7 @@ impl Topology {
             POD_IFS,
             "--xdp-mode",
             mode,
-            "--xdp-steer-passthrough",
+            // Steering is on by default with pod-facing interfaces: no switch.
             "--bpf-pin-dir",
             &pin_dir.display().to_string(),
         ]
@@ -235,14 +291,15 @@ impl Topology {
     }
 }
 
-pub fn ethtool_tx_off(ns: &NetNs, dev: &str) {
-    let out = ns.command("ethtool").args(["-K", dev, "tx", "off"]).output().expect("run ethtool");
-    assert!(out.status.success(), "ethtool -K {dev} tx off: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn ethtool_gro_on(ns: &NetNs, dev: &str) {
-    let out = ns.command("ethtool").args(["-K", dev, "gro", "on"]).output().expect("run ethtool");
-    assert!(out.status.success(), "ethtool -K {dev} gro on: {}", String::from_utf8_lossy(&out.stderr));
+/// `ethtool -K dev feature on|off ...`.
+pub fn ethtool(ns: &NetNs, dev: &str, features: &[(&str, bool)]) {
+    let mut args = vec!["-K".to_owned(), dev.to_owned()];
+    for (feature, on) in features {
+        args.push((*feature).to_owned());
+        args.push(if *on { "on" } else { "off" }.to_owned());
+    }
+    let out = ns.command("ethtool").args(&args).output().expect("run ethtool");
+    assert!(out.status.success(), "ethtool {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
 
 /// `openssl s_server -WWW` serving the files of `dir` over TLS on `addr`:8443.

@@ -1,0 +1,210 @@
+//! Both ends of a steered passthrough flow as sockets of the test process (root only): [`Life`] starts
+//! the steering topology with the route `life.example.com`, passthrough to a plain TCP listener inside
+//! pod-a's namespace (:9000), and the router; [`Life::open`] connects from the client namespace with a
+//! real ClientHello (rustls' first flight) and takes the pod's end. Used by `xdp_steer_life.rs` and
+//! `xdp_steer_offloads.rs`.
+
+use std::{
+    fs,
+    io::{self, Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::Path,
+    process::{Command, Stdio},
+    sync::{Mutex, MutexGuard, PoisonError},
+    thread,
+    time::{Duration, Instant},
+};
+
+use router_tests::manifests::{service, RouteSpec, RouteTls};
+use router_tests::tls_client::{client_config, server_name, Trust};
+
+use super::in_netns::{accept, connect, listen};
+use super::steer_topology::{eventually, metric, sha256_file, Interfaces, Topology, NODE4, POD_A};
+use super::{dump_formatted, is_root, require_tools, PinDir, Process};
+
+pub const LIFE_HOST: &str = "life.example.com";
+pub const LIFE_PORT: u16 = 9000;
+/// Bounds every socket wait of these tests.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// One topology with its router and the pod-side listener of `life.example.com`.
+pub struct Life {
+    pub topo: Topology,
+    pub pin_dir: PinDir,
+    pub router: Process,
+    pub pod: TcpListener,
+    _serial: MutexGuard<'static, ()>,
+}
+
+/// Both ends of a flow opened through the router, and the ClientHello it began with.
+pub struct Opened {
+    pub client: TcpStream,
+    pub pod: TcpStream,
+}
+
+impl Life {
+    /// [`Life::start_in`] with the default interfaces, in skb mode, under `prefix`.
+    pub fn start(prefix: &str, n: u32, envs: &[(&str, &str)]) -> Option<Life> {
+        Life::start_in(prefix, n, "skb", &Interfaces::default(), envs)
+    }
+
+    /// `None` (after saying so) without root. The router runs XDP in `mode` on a topology whose
+    /// interfaces are set as `interfaces` says.
+    pub fn start_in(prefix: &str, n: u32, mode: &str, interfaces: &Interfaces, envs: &[(&str, &str)]) -> Option<Life> {
+        if !is_root() {
+            eprintln!("skipping xdp_steer_life: needs root (network namespaces, XDP, bpffs, raw sockets)");
+            return None;
+        }
+        let serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash", "head"]);
+        let mut topo = Topology::with_interfaces(prefix, &[], interfaces);
+        let pod_addr: SocketAddr = format!("{POD_A}:{LIFE_PORT}").parse().expect("pod address");
+        let pod = listen(&topo.pods[0], pod_addr);
+        let mut extra = service("demo", "life", &[pod_addr]);
+        extra += &RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("demo", "life", LIFE_HOST, "life") }
+            .yaml();
+        topo.write_manifests(&extra, 1);
+        let pin_dir = PinDir::new(prefix, n);
+        let router = topo.start_router(mode, &pin_dir.0, envs);
+        Some(Life { topo, pin_dir, router, pod, _serial: serial })
+    }
+
+    /// Connects from the client namespace, sends `hello` in `pieces` writes (TCP_NODELAY, a pause
+    /// after each, so each leaves as its own segment), and takes the pod's end once the hello
+    /// arrived there whole.
+    pub fn open(&self, hello: &[u8], pieces: usize) -> Opened {
+        let node: SocketAddr = format!("{NODE4}:443").parse().expect("node address");
+        let mut client = connect(&self.topo.client, node, IO_TIMEOUT);
+        for piece in hello.chunks(hello.len().div_ceil(pieces.max(1))) {
+            client.write_all(piece).expect("write a piece of the ClientHello");
+            thread::sleep(Duration::from_millis(50));
+        }
+        let mut pod = accept(&self.pod, IO_TIMEOUT);
+        let mut got = vec![0u8; hello.len()];
+        pod.read_exact(&mut got).expect("the ClientHello at the pod");
+        assert!(got == hello, "the pod received the ClientHello the client sent, byte for byte");
+        Opened { client, pod }
+    }
+
+    pub fn metrics(&self) -> String {
+        self.topo.metrics()
+    }
+
+    /// Waits until the router counted `n` steered connections.
+    pub fn wait_steered(&self, n: u64) {
+        eventually(&format!("{n} steered connection(s)"), Duration::from_secs(10), || {
+            metric(&self.metrics(), "router_xdp_steered_connections_total") >= n
+        });
+        let text = self.metrics();
+        assert_eq!(metric(&text, "router_xdp_steered_connections_total"), n, "{text}\n{}", self.router.log());
+    }
+
+    /// The entries of the pinned `STEER_FLOWS`, as `bpftool` shows them.
+    pub fn flow_entries(&self) -> Vec<serde_json::Value> {
+        dump_formatted(&self.pin_dir.0.join("STEER_FLOWS"))
+    }
+
+    /// Asserts the datapath carried everything: nothing through the userspace relay, no fallback.
+    pub fn assert_all_steered(&self) {
+        let text = self.metrics();
+        assert_eq!(metric(&text, "router_xdp_steer_fallbacks_total"), 0, "{text}\n{}", self.router.log());
+        assert_eq!(metric(&text, "router_passthrough_bytes_total"), 0, "the userspace relay carried nothing: {text}");
+    }
+
+    /// Asserts the flow's entries outlive `kept` after its end and are gone (entries and gauge) by
+    /// `gone`, both from `ended`.
+    pub fn assert_removed_between(&self, ended: Instant, kept: Duration, gone: Duration, what: &str) {
+        thread::sleep(kept.saturating_sub(ended.elapsed()));
+        let entries = self.flow_entries();
+        assert_eq!(entries.len(), 2, "{what}: both entries still there {kept:?} after the end: {entries:?}");
+        let limit = gone.saturating_sub(ended.elapsed());
+        eventually(&format!("{what}: the flow's entries removed"), limit, || {
+            self.flow_entries().is_empty() && metric(&self.metrics(), "router_xdp_steered_flows") == 0
+        });
+    }
+
+    pub fn stop(mut self) {
+        let exit = self.router.terminate();
+        assert!(exit.success(), "router exited with {exit}:\n{}", self.router.log());
+    }
+}
+
+/// rustls' first flight for `LIFE_HOST` offering `alpn` (a long list makes it large).
+pub fn client_hello(alpn: &[&str]) -> Vec<u8> {
+    let config = client_config(Trust::Anything, alpn, None);
+    let mut connection = rustls::ClientConnection::new(config, server_name(Some(LIFE_HOST))).expect("rustls client");
+    let mut hello = Vec::new();
+    while connection.wants_write() {
+        connection.write_tls(&mut hello).expect("ClientHello");
+    }
+    hello
+}
+
+/// Sends `bytes` one way and checks they arrive, exactly.
+pub fn exchange(from: &mut TcpStream, to: &mut TcpStream, bytes: &[u8]) {
+    from.write_all(bytes).expect("send");
+    let mut got = vec![0u8; bytes.len()];
+    to.read_exact(&mut got).expect("receive");
+    assert!(got == bytes, "{} bytes arrived intact", bytes.len());
+}
+
+/// Reads until EOF; fails on anything else.
+pub fn expect_eof(stream: &mut TcpStream, what: &str) {
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap_or_else(|err| panic!("{what}: reading to EOF: {err}"));
+    assert!(rest.is_empty(), "{what}: {} unexpected bytes before EOF", rest.len());
+}
+
+/// Reads until an error; asserts it is a reset.
+pub fn expect_reset(stream: &mut TcpStream, what: &str) {
+    let mut buffer = [0u8; 4096];
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => panic!("{what}: EOF instead of a reset"),
+            Ok(_) => assert!(Instant::now() < deadline, "{what}: no reset within {IO_TIMEOUT:?}"),
+            Err(err) => {
+                assert_eq!(err.kind(), io::ErrorKind::ConnectionReset, "{what}: {err}");
+                return;
+            }
+        }
+    }
+}
+
+/// `size` random bytes in `path`; returns their sha256.
+pub fn random_file(path: &Path, size: u64) -> String {
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(format!("head -c {size} /dev/urandom > '{}'", path.display()))
+        .status()
+        .expect("run head");
+    assert!(status.success(), "writing {size} random bytes: {status}");
+    assert_eq!(fs::metadata(path).expect("random file").len(), size);
+    sha256_file(path)
+}
+
+/// Streams `from` to its EOF through `sha256sum`; returns the hash and the byte count.
+pub fn sha256_of_stream(from: &mut TcpStream) -> (String, u64) {
+    let mut child =
+        Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn sha256sum");
+    let mut stdin = child.stdin.take().expect("sha256sum stdin");
+    // Copied by hand so that a stall reports how far the stream got.
+    let mut copied = 0u64;
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                stdin.write_all(&buffer[..n]).expect("write into sha256sum");
+                copied += n as u64;
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => panic!("streaming into sha256sum after {copied} bytes: {err}"),
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("sha256sum output");
+    (String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_owned(), copied)
+}

@@ -1,0 +1,216 @@
+//! Steered passthrough flows over a matrix of interface settings (root only): TX checksum offload
+//! on and off at the client and at the pods, TSO/GSO and GRO on and off, MTU 1500 and 9000, skb
+//! and driver mode. Each row carries a 256 MiB download (long past slow start, so the pod sends GSO
+//! super-packets where it may), a 64 MiB upload and a ClientHello in three segments, byte-exact,
+//! with the userspace relay carrying nothing; the row's expected path through the datapath is
+//! asserted from `router_xdp_packets_total` (XDP alone when every checksum is complete and every
+//! frame fits; the TC hand-off where a sender left checksums partial or sent super-packets).
+//! Steering is on by default (no switch); the last case turns it off.
+//!
+//! Topology: `xdp_common::steer_topology`, the route and sockets of `xdp_common::steer_ends`.
+
+mod xdp_common;
+
+use std::{
+    fs, io,
+    net::Shutdown,
+    thread,
+    time::{Duration, Instant},
+};
+
+use xdp_common::steer_ends::{client_hello, exchange, random_file, sha256_of_stream, Life, Opened};
+use xdp_common::steer_topology::{metric, metric_where, Interfaces};
+
+const PREFIX: &str = "rsto";
+const DOWN: u64 = 256 << 20;
+const UP: u64 = 64 << 20;
+
+/// What a row expects of the XDP counters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Path {
+    /// Some packets reached `steer_ingress` (partial checksums or super-packets).
+    HandedOff,
+    /// XDP translated (nearly) everything itself: a complete checksum equals the bare pseudo-header
+    /// sum by chance once in 65,536 segments, and such a segment goes to `steer_ingress` too.
+    Xdp,
+}
+
+fn packets(text: &str, counter: &str) -> u64 {
+    metric_where(text, "router_xdp_packets_total", &format!("counter=\"{counter}\""))
+}
+
+fn row(n: u32, mode: &str, interfaces: Interfaces, path: Path) {
+    let label = format!("{mode} mode, {}", interfaces.label());
+    let Some(life) = Life::start_in(PREFIX, n, mode, &interfaces, &[]) else { return };
+    let work = life.topo.work.path();
+    let down_sha = random_file(&work.join("down.bin"), DOWN);
+    let up_sha = random_file(&work.join("up.bin"), UP);
+    let hello = client_hello(&["http/1.1"]);
+    let started = Instant::now();
+
+    let Opened { mut client, pod } = life.open(&hello, 1);
+    life.wait_steered(1);
+    let down_path = work.join("down.bin");
+    let sender = thread::spawn(move || {
+        let mut pod = pod;
+        let sent = io::copy(&mut fs::File::open(&down_path).expect("open down.bin"), &mut pod).expect("pod sends");
+        pod.shutdown(Shutdown::Write).expect("pod FIN");
+        (sent, pod)
+    });
+    let (got_sha, got) = sha256_of_stream(&mut client);
+    let (sent, _pod) = sender.join().expect("pod sender");
+    assert_eq!((sent, got), (DOWN, DOWN), "{label}: download bytes sent and received\n{}", life.router.log());
+    assert_eq!(got_sha, down_sha, "{label}: download sha256");
+    eprintln!("{label}: download intact after {:?}", started.elapsed());
+
+    let Opened { client, mut pod } = life.open(&hello, 1);
+    life.wait_steered(2);
+    let up_path = work.join("up.bin");
+    let sender = thread::spawn(move || {
+        let mut client = client;
+        let sent = io::copy(&mut fs::File::open(&up_path).expect("open up.bin"), &mut client).expect("client sends");
+        client.shutdown(Shutdown::Write).expect("client FIN");
+        (sent, client)
+    });
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (got_sha, got) = thread::scope(|scope| {
+        scope.spawn(|| {
+            thread::sleep(Duration::from_secs(20));
+            if !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = life.metrics();
+                let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("router_xdp_packets_total")).collect();
+                eprintln!("{label}: upload still running after 20 s: {lines:#?}");
+                for (ns, args) in [
+                    (&life.topo.client, &["ss", "-tni"][..]),
+                    (&life.topo.client, &["ip", "-s", "link"][..]),
+                    (&life.topo.node, &["ip", "-s", "link"][..]),
+                    (&life.topo.pods[0], &["ss", "-tni"][..]),
+                    (&life.topo.pods[0], &["nstat", "-a"][..]),
+                ] {
+                    let out = ns.command(args[0]).args(&args[1..]).output().expect("diagnostics");
+                    eprintln!("{args:?}:\n{}", String::from_utf8_lossy(&out.stdout));
+                }
+            }
+        });
+        let result = sha256_of_stream(&mut pod);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    });
+    let (sent, _client) = sender.join().expect("client sender");
+    assert_eq!((sent, got), (UP, UP), "{label}: upload bytes sent and received");
+    assert_eq!(got_sha, up_sha, "{label}: upload sha256");
+
+    // A ClientHello over two segments' worth, sent in three.
+    let names: Vec<String> = (0..24).map(|i| format!("{i:03}{}", "x".repeat(117))).collect();
+    let alpn: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Opened { mut client, mut pod } = life.open(&client_hello(&alpn), 3);
+    life.wait_steered(3);
+    exchange(&mut client, &mut pod, b"ping");
+    exchange(&mut pod, &mut client, b"pong");
+    drop((client, pod));
+    eprintln!("{label}: 256 MiB down, 64 MiB up and a 3-segment ClientHello in {:?}", started.elapsed());
+
+    life.assert_all_steered();
+    let text = life.metrics();
+    let counters: Vec<(&str, u64)> = [
+        "steer_to_pod",
+        "steer_to_client",
+        "steer_handoff_partial",
+        "steer_handoff_large",
+        "tc_steered",
+        "tc_steer_drop",
+    ]
+    .into_iter()
+    .map(|name| (name, packets(&text, name)))
+    .collect();
+    eprintln!("{label}: {counters:?}");
+    let count = |name: &str| counters.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v);
+    let handed_off = count("steer_handoff_partial") + count("steer_handoff_large");
+    assert_eq!(count("tc_steer_drop"), 0, "{label}: steer_ingress dropped nothing: {counters:?}");
+    match path {
+        Path::HandedOff => {
+            assert!(handed_off > 0 && count("tc_steered") > 0, "{label}: through steer_ingress: {counters:?}");
+        }
+        Path::Xdp => {
+            let by_xdp = count("steer_to_pod") + count("steer_to_client");
+            assert_eq!(count("steer_handoff_large"), 0, "{label}: no frame too long for XDP: {counters:?}");
+            assert!(handed_off * 1000 < by_xdp, "{label}: XDP translated all but chance matches: {counters:?}");
+        }
+    }
+    life.stop();
+}
+
+#[test]
+fn pods_with_the_kernels_default_offloads_in_skb_mode() {
+    row(1, "skb", Interfaces::default(), Path::HandedOff);
+}
+
+#[test]
+fn pods_with_the_kernels_default_offloads_in_driver_mode() {
+    row(2, "driver", Interfaces::default(), Path::HandedOff);
+}
+
+fn client_offload() -> Interfaces {
+    Interfaces { client_tx_checksum: true, ..Interfaces::default() }
+}
+
+#[test]
+fn a_client_with_checksum_offload_too_in_skb_mode() {
+    row(3, "skb", client_offload(), Path::HandedOff);
+}
+
+#[test]
+fn a_client_with_checksum_offload_too_in_driver_mode() {
+    row(4, "driver", client_offload(), Path::HandedOff);
+}
+
+fn complete_checksums() -> Interfaces {
+    Interfaces { pod_tx_checksum: false, pod_segmentation: false, ..Interfaces::default() }
+}
+
+#[test]
+fn complete_checksums_without_segmentation_stay_in_xdp_in_skb_mode() {
+    row(5, "skb", complete_checksums(), Path::Xdp);
+}
+
+#[test]
+fn complete_checksums_without_segmentation_stay_in_xdp_in_driver_mode() {
+    row(6, "driver", complete_checksums(), Path::Xdp);
+}
+
+fn jumbo() -> Interfaces {
+    Interfaces { mtu: 9000, ..Interfaces::default() }
+}
+
+#[test]
+fn jumbo_frames_in_skb_mode() {
+    row(7, "skb", jumbo(), Path::HandedOff);
+}
+
+#[test]
+fn jumbo_frames_in_driver_mode() {
+    row(8, "driver", jumbo(), Path::HandedOff);
+}
+
+#[test]
+fn no_gro_and_no_segmentation_in_skb_mode() {
+    let interfaces = Interfaces { gro: false, pod_segmentation: false, ..Interfaces::default() };
+    row(9, "skb", interfaces, Path::HandedOff);
+}
+
+#[test]
+fn steering_switched_off_leaves_passthrough_on_the_relay() {
+    let Some(life) = Life::start(PREFIX, 10, &[("ROUTER_XDP_STEER_PASSTHROUGH", "false")]) else { return };
+    let Opened { mut client, mut pod } = life.open(&client_hello(&["http/1.1"]), 1);
+    exchange(&mut client, &mut pod, b"ping");
+    exchange(&mut pod, &mut client, b"pong");
+    drop((client, pod));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&life.metrics(), "router_passthrough_bytes_total") == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    let text = life.metrics();
+    assert_eq!(metric(&text, "router_xdp_steered_connections_total"), 0, "{text}");
+    assert!(metric(&text, "router_passthrough_bytes_total") > 0, "the userspace relay carried the flow: {text}");
+    life.stop();
+}
