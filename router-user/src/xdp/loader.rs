@@ -430,6 +430,14 @@ fn attach_error(iface: &str, if_index: u32, mode: &'static str, cause: ProgramEr
         ProgramError::SyscallError(err) => err.io_error.raw_os_error(),
         _ => None,
     };
+    if errno == Some(libc::ERANGE) && mode == AttachMode::Driver.name() {
+        // veth and many drivers refuse a program without multi-buffer support above a page-sized MTU.
+        tracing::warn!(
+            iface,
+            "driver-mode XDP refused the interface's MTU (too large for a program without multi-buffer \
+             support): use --xdp-mode skb, or auto to fall back by itself"
+        );
+    }
     if matches!(errno, Some(libc::EBUSY | libc::EEXIST)) {
         if let Ok(Some(existing)) = netlink::xdp_attachments(if_index).map(|a| a.first().copied()) {
             return XdpError::AlreadyAttached {
