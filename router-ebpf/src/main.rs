@@ -53,8 +53,8 @@
 //!   `nat::forward`, `steer::setup::record_syn`) called from a 64-byte `xdp_front` frame: inlined
 //!   together they needed more than the 512-byte stack, and the verifier sums the frames along a
 //!   call chain (the largest, `xdp_front` -> `stage` -> option walk step, is 64 + 416 + 16 bytes).
-//!   About 111,000 instructions walked for `xdp_front` on 6.18 (the packet tests fail above
-//!   200,000). Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
+//!   About 269,000 instructions walked for `xdp_front` on 6.18 (111,000 before `steer_ingress`
+//!   came; the packet tests fail above 350,000). `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
 //!   the router is.
 //! - Kernel and attach modes: generic (`skb`) and native (`driver`) XDP both work. Needs BTF map
 //!   support (>= 5.2), LRU maps, ring buffers (>= 5.8), `bpf_link` XDP attach (>= 5.9; aya falls

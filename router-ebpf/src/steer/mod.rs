@@ -5,7 +5,7 @@
 //! both handshakes meet it.
 //!
 //! - Translation ([`program::stage`] on a [`STEER_STEERED`](router_common::steer::STEER_STEERED)
-//!   entry): a packet of a steered flow, client -> router socket R or pod P -> node address Q, is
+//!   entry; [`tc`] for what XDP hands over: partial checksums, frames past 1,514 bytes): a packet of a steered flow, client -> router socket R or pod P -> node address Q, is
 //!   rewritten in place into the other leg's packet (addresses, ports, seq/ack, window,
 //!   timestamps, SACK, checksums, MACs) and sent on without the kernel stack. The TCP arithmetic is
 //!   `router_common::steer` (shared with the host tests); `rewrite` applies it to the packet. On a
@@ -56,8 +56,9 @@
 //! - Verifier: the option walks run as `bpf_loop` callbacks (one step per call); the SACK loop is
 //!   bounded by 8. [`program::stage`], [`setup::record_answer`] and [`setup::record_syn`] are BPF
 //!   functions of their own, each with its own stack frame (see the crate docs for the sizes and
-//!   the instruction count). `steer_translate` (the stage and the answer record): about 77,000
-//!   instructions walked on 6.18 (28,000 before the setup stage; its tests fail above 100,000).
+//!   the instruction count). `steer_translate` (the stage and the answer record): about 205,000
+//!   instructions walked on 6.18 (77,000 before the hand-off to `steer_ingress` came, 28,000 before
+//!   the setup stage; its tests fail above 260,000).
 //!   Lessons, each a rejected or exploding load: an inline 40-step walk hit the 1,000,000 limit;
 //!   direct packet pointers at variable offsets lost their checks to LLVM; clamping the values
 //!   that come back from `bpf_loop` quintupled the work; rewriting inside the callback brought the

@@ -121,8 +121,6 @@ pub fn stage(ctx: &XdpContext, tcp: &Tcp) -> Steered {
         (flow.if_index, flow.last_seen_ns, flow.seen, flow.direction, flow.acked);
     let tcp_flags = packet.flags;
     let frame_len = ctx.data_end() - ctx.data();
-    // One test of each condition on one path: re-testing the SYN bit after the hand-off made the
-    // verifier walk the translation twice.
     let verdict = if tcp_flags & TCP_SYN != 0 {
         Err(None)
     } else if let Some(reason) = handoff(frame_len, packet) {
