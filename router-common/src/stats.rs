@@ -2,7 +2,8 @@
 //!
 //! Key: `u32` counter index, host byte order. Value: [`PacketCounter`], host byte order, one copy
 //! per possible CPU; userspace sums the copies. `xdp_front` writes indices 0-13, 15-22,
-//! `nat_reverse` (TC egress) writes 14, `steer_ingress` (TC ingress) 23 and 24; each CPU writes only its own slot (no atomics needed);
+//! `nat_reverse` (TC egress) writes 14, `steer_ingress` (TC ingress) 20 (the answers it records on
+//! the pod-facing interfaces), 23 and 24; each CPU writes only its own slot (no atomics needed);
 //! userspace only reads.
 //!
 //! | index | constant                   | counts packets that...                                             |
@@ -27,11 +28,11 @@
 //! | 17    | [`STATS_STEER_TO_CLIENT`]  | belonged to a steered flow, came from the pod, left translated towards the client |
 //! | 18    | [`STATS_STEER_DROP`]       | were dropped by the steering stage (`XDP_DROP`): a steered flow's SYN or malformed options, or any packet to a connecting leg B (its answer included) |
 //! | 19    | [`STATS_STEER_SYN`]        | were client SYNs to a `STEER_PORTS` port recorded in `STEER_SYNS` (then passed or rewritten) |
-//! | 20    | [`STATS_STEER_ANSWER`]     | were the pod's SYN-ACK or RST to a connecting leg B, recorded in `STEER_ANSWERS` (also in 18) |
+//! | 20    | [`STATS_STEER_ANSWER`]     | were the pod's SYN-ACK or RST to a connecting leg B, recorded in `STEER_ANSWERS` (also in 18 by `xdp_front` or 24 by `steer_ingress`) |
 //! | 21    | [`STATS_STEER_HANDOFF_PARTIAL`] | belonged to a steered flow but may carry a partial checksum (TX checksum offload): passed to `steer_ingress` |
 //! | 22    | [`STATS_STEER_HANDOFF_LARGE`] | belonged to a steered flow but are longer than a standard Ethernet frame, 1,514 bytes (a GSO super-packet or a jumbo frame): passed to `steer_ingress` |
 //! | 23    | [`STATS_TC_STEERED`]       | were translated by `steer_ingress` (TC ingress) and redirected whole, either direction |
-//! | 24    | [`STATS_TC_STEER_DROP`]    | were dropped by `steer_ingress`: a steered flow's SYN, malformed options, or a helper that refused |
+//! | 24    | [`STATS_TC_STEER_DROP`]    | were dropped by `steer_ingress`: a steered flow's SYN, malformed options, a helper that refused, or any packet to a connecting leg B (its answer included) |
 //!
 //! "Parsed completely" means the Ethernet header, the IPv4 header (version 4, IHL >= 5, all IHL
 //! words present) or IPv6 fixed header (version 6), and, when the L4 protocol is TCP, the TCP
@@ -44,7 +45,8 @@
 //!   takes never reaches the nodePort stage);
 //! - `CT_HIT + CT_MISS = NAT + DROP_NO_ENDPOINT + DROP_NO_SLOT + DROP_CT_FULL` (every nodePort
 //!   packet looks up conntrack once, first);
-//! - `STEER_ANSWER <= STEER_DROP`; `STEER_SYN <= PASS + NAT` (a recorded SYN goes on to the kernel);
+//! - `STEER_ANSWER <= STEER_DROP + TC_STEER_DROP` (an answer is recorded, then dropped, by whichever
+//!   hook met it: `xdp_front` on the NIC, `steer_ingress` on a pod-facing interface); `STEER_SYN <= PASS + NAT` (a recorded SYN goes on to the kernel);
 //! - `TCP <= IPV4 + IPV6`. IPv6 extension headers are not walked and non-first IPv4 fragments
 //!   carry no TCP header, so such packets count as IPv4/IPv6 (and `FRAGMENT`) but not TCP.
 

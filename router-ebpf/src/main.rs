@@ -1,14 +1,14 @@
-//! The router's eBPF programs: `xdp_front` on the node NIC (ingress, and on the pod-facing
-//! interfaces), `nat_reverse` on the NIC's TC egress hook, `steer_ingress` on the TC ingress hook of
-//! the NIC and of each pod-facing interface (the steered packets XDP cannot translate safely, see
-//! `steer/tc.rs`), and `steer_translate` (the steering stage alone, loaded only by the
+//! The router's eBPF programs: `xdp_front` on the node NIC (ingress), `nat_reverse` on the NIC's TC
+//! egress hook, `steer_ingress` on the TC ingress hook of the NIC (the steered packets XDP cannot
+//! translate safely) and of each pod-facing interface (every steered packet from the pods and their
+//! answers to leg B; no XDP program runs there, see `steer/tc.rs`), and `steer_translate` (the steering stage alone, loaded only by the
 //! `BPF_PROG_TEST_RUN` tests).
 //!
 //! `xdp_front` parses each packet and counts it, then runs its TCP stages in order:
 //! 1. steering (IPv4, `steer/`): a packet whose arrival 5-tuple has a steered `STEER_FLOWS` entry
 //!    is translated into the other leg's packet and leaves (`XDP_TX` or `XDP_REDIRECT`), unless its
-//!    checksum may be partial or it is longer than a standard Ethernet frame (1,514 bytes): then it is passed up unchanged
-//!    for `steer_ingress` (counted as a hand-off, 21 or 22); one for a
+//!    checksum may be partial or it is longer than a standard Ethernet frame (1,514 bytes): then it
+//!    is passed up unchanged for `steer_ingress` (counted as a hand-off, 21 or 22); one for a
 //!    connecting leg B is the pod's answer (SYN-ACK or RST: recorded in `STEER_ANSWERS`, its key
 //!    sent on `STEER_EVENTS`) or noise, dropped either way;
 //! 2. nodePort: TCP to one of the router Service's nodePorts on a node address is rewritten to a

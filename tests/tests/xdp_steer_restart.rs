@@ -89,9 +89,12 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let router_bin = router_binary();
     let mut first = topo.start_router_logged("skb", &pin_dir.0, "first");
     let pins = link_pins(&pin_dir.0);
-    for link in ["link_xdp_veth-n", "link_xdp_veth-pa", "link_xdp_veth-pb", "link_tcx_veth-n"] {
-        assert!(pins.iter().any(|p| p == link), "{link} not pinned: {pins:?}");
-    }
+    let mut expected =
+        ["link_xdp_veth-n", "link_tcx_veth-n", "link_tci_veth-n", "link_tci_veth-pa", "link_tci_veth-pb"];
+    let mut pinned_now = pins.clone();
+    expected.sort_unstable();
+    pinned_now.sort_unstable();
+    assert_eq!(pinned_now, expected, "XDP on the NIC only, steer_ingress on the NIC and both pod-facing interfaces");
 
     // The download, paced, in the background.
     let body = topo.work.path().join("download.out");

@@ -1,11 +1,13 @@
 //! The XDP steering of TLS passthrough flows (design notes: `docs/steering.md`; the
 //! contract of the setup: `router_common::steer::setup`), the datapath's part. `xdp_front` runs
-//! [`program::stage`] before the nodePort stage and [`setup::record_syn`] after it; the same
-//! program is attached to the node NIC and to the pod-facing interfaces, so both directions and
-//! both handshakes meet it.
+//! [`program::stage`] before the nodePort stage and [`setup::record_syn`] after it on the node NIC;
+//! `steer_ingress` ([`tc`]) runs on the TC ingress of the NIC (what XDP hands over: partial
+//! checksums, frames past 1,514 bytes) and of every pod-facing interface, where no XDP program runs
+//! (every steered packet from the pods, and their answers to leg B), so both directions and both
+//! handshakes meet one of them.
 //!
-//! - Translation ([`program::stage`] on a [`STEER_STEERED`](router_common::steer::STEER_STEERED)
-//!   entry; [`tc`] for what XDP hands over: partial checksums, frames past 1,514 bytes): a packet of a steered flow, client -> router socket R or pod P -> node address Q, is
+//! - Translation ([`program::stage`] or [`tc`] on a [`STEER_STEERED`](router_common::steer::STEER_STEERED)
+//!   entry): a packet of a steered flow, client -> router socket R or pod P -> node address Q, is
 //!   rewritten in place into the other leg's packet (addresses, ports, seq/ack, window,
 //!   timestamps, SACK, checksums, MACs) and sent on without the kernel stack. The TCP arithmetic is
 //!   `router_common::steer` (shared with the host tests); `rewrite` applies it to the packet. On a

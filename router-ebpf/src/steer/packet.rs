@@ -150,44 +150,48 @@ pub fn walk_options_in_loop<P: TcpBytes>(packet: P, header_len: usize) -> Result
 }
 
 impl PacketTcp {
-    /// The options of a SYN or SYN-ACK whose TCP header is `header_len` bytes, read as `bpf_loop`
-    /// iterations of [`syn_option_step`] (same reasons as `walk_options`).
+    /// The options of a SYN or SYN-ACK whose TCP header is `header_len` bytes (see
+    /// [`syn_options_in_loop`]).
     #[inline(always)]
     pub fn syn_options(&self, header_len: usize) -> Result<SynOptions, SteerError> {
-        let mut state = SynOptionLoop {
-            packet: PacketTcp { ctx: self.ctx, l4_off: self.l4_off },
-            walk: SynOptionWalk::new(header_len),
-            error: None,
-        };
-        // SAFETY: `syn_option_step` has the callback signature `bpf_loop` expects, and `state`
-        // lives on this stack frame for the whole call.
-        let ran = unsafe {
-            bpf_loop(MAX_OPTION_STEPS as u32, syn_option_step as *mut c_void, (&raw mut state).cast::<c_void>(), 0)
-        };
-        if ran < 0 {
-            return Err(SteerError::Options);
-        }
-        if let Some(error) = state.error {
-            return Err(error);
-        }
-        Ok(state.walk.found)
+        syn_options_in_loop(*self, header_len)
     }
+}
+
+/// The options of a SYN or SYN-ACK whose TCP header is `header_len` bytes, read as `bpf_loop`
+/// iterations of [`syn_option_step`] (same reasons as `walk_options`), for any byte access (the XDP
+/// packet, the skb in `super::tc`).
+#[inline(always)]
+pub fn syn_options_in_loop<P: TcpBytes>(packet: P, header_len: usize) -> Result<SynOptions, SteerError> {
+    let mut state = SynOptionLoop { packet, walk: SynOptionWalk::new(header_len), error: None };
+    // SAFETY: `syn_option_step::<P>` has the callback signature `bpf_loop` expects, and `state` lives
+    // on this stack frame for the whole call.
+    let ran = unsafe {
+        bpf_loop(MAX_OPTION_STEPS as u32, syn_option_step::<P> as *mut c_void, (&raw mut state).cast::<c_void>(), 0)
+    };
+    if ran < 0 {
+        return Err(SteerError::Options);
+    }
+    if let Some(error) = state.error {
+        return Err(error);
+    }
+    Ok(state.walk.found)
 }
 
 /// What one `bpf_loop` iteration of the SYN option walk sees.
 #[repr(C)]
-struct SynOptionLoop {
-    packet: PacketTcp,
+struct SynOptionLoop<P> {
+    packet: P,
     walk: SynOptionWalk,
     error: Option<SteerError>,
 }
 
 /// One SYN option-walk step; `bpf_loop` stops at a non-zero return (walk over, or failed).
 #[inline(never)]
-extern "C" fn syn_option_step(_index: u32, state: *mut c_void) -> i64 {
-    // SAFETY: `bpf_loop` passes back the pointer `syn_options` gave it: a live `SynOptionLoop` on
-    // that frame's stack, not otherwise accessed during the call.
-    let state = unsafe { &mut *state.cast::<SynOptionLoop>() };
+extern "C" fn syn_option_step<P: TcpBytes>(_index: u32, state: *mut c_void) -> i64 {
+    // SAFETY: `bpf_loop` passes back the pointer `syn_options_in_loop` gave it: a live
+    // `SynOptionLoop<P>` on that frame's stack, not otherwise accessed during the call.
+    let state = unsafe { &mut *state.cast::<SynOptionLoop<P>>() };
     match state.walk.step(&state.packet) {
         Ok(false) => 0,
         Ok(true) => 1,

@@ -7,12 +7,15 @@
 use aya_ebpf::{helpers::bpf_ktime_get_ns, programs::XdpContext};
 use router_common::{
     nat::FAMILY_IPV4,
-    steer::setup::{SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK},
+    steer::{
+        setup::{SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK},
+        SynOptions,
+    },
 };
 
 use super::{
     maps::{STEER_ANSWERS, STEER_EVENTS, STEER_PORTS, STEER_SYNS},
-    packet::{arrival, PacketTcp},
+    packet::{arrival, Arrival, PacketTcp},
 };
 use crate::{
     headers::{EthHdr, Ipv4Hdr, TcpHdr, TCP_ACK, TCP_RST, TCP_SYN},
@@ -102,22 +105,30 @@ pub fn record_answer(ctx: &XdpContext, tcp: &Tcp) -> bool {
         return false;
     };
     let packet = &arrived;
-    let flags = if packet.flags & TCP_RST != 0 {
-        ANSWER_RST
-    } else if packet.flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
-        ANSWER_SYN_ACK
-    } else {
-        return false;
-    };
-    let options = if flags == ANSWER_SYN_ACK {
+    let options = if packet.flags & (TCP_SYN | TCP_ACK | TCP_RST) == TCP_SYN | TCP_ACK {
         match PacketTcp::new(ctx, tcp).syn_options(packet.header_len) {
             Ok(options) => options,
             Err(_) => return false,
         }
     } else {
-        Default::default()
+        SynOptions::default()
     };
-    let Some((peer_mac, local_mac)) = macs(ctx) else {
+    let Some(macs) = macs(ctx) else {
+        return false;
+    };
+    record_answer_of(packet, &options, macs, ctx.ingress_ifindex() as u32)
+}
+
+/// The record of [`record_answer`], from what the hook read: the packet's fixed fields, its SYN
+/// options (read when it is a SYN-ACK), its (source, destination) MACs and its arrival interface.
+/// Shared with `super::tc`, which records the pods' answers on the pod-facing interfaces.
+#[inline(always)]
+pub fn record_answer_of(packet: &Arrival, options: &SynOptions, macs: ([u8; 6], [u8; 6]), if_index: u32) -> bool {
+    let flags = if packet.flags & TCP_RST != 0 {
+        ANSWER_RST
+    } else if packet.flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
+        ANSWER_SYN_ACK
+    } else {
         return false;
     };
     let answer = SteerAnswer {
@@ -133,9 +144,9 @@ pub fn record_answer(ctx: &XdpContext, tcp: &Tcp) -> bool {
         options: options.present,
         flags,
         _pad: 0,
-        if_index: ctx.ingress_ifindex() as u32,
-        peer_mac,
-        local_mac,
+        if_index,
+        peer_mac: macs.0,
+        local_mac: macs.1,
     };
     STEER_ANSWERS.insert(packet.key, answer, BPF_ANY).is_ok() && STEER_EVENTS.output(packet.key, 0).is_ok()
 }

@@ -8,8 +8,9 @@
 //! (`router_common::steer::checksum_change`); a GSO skb is rewritten once, header only, and the
 //! kernel (or the NIC) cuts it into segments on the way out, each with its own sequence number.
 //!
-//! - Verdict policy: `TC_ACT_OK` (unchanged) for anything that is not IPv4 TCP with a steered
-//!   `STEER_FLOWS` entry under its arrival 5-tuple, and for fragments; `TC_ACT_SHOT` for a steered
+//! - Verdict policy: `TC_ACT_OK` (unchanged) for anything that is not IPv4 TCP with a steered or
+//!   connecting `STEER_FLOWS` entry under its arrival 5-tuple, and for fragments; `TC_ACT_SHOT` for
+//!   every packet to a connecting leg B (a SYN-ACK or RST recorded first, `XDP_STATS` 20), for a steered
 //!   flow's SYN, a segment whose header or options do not parse, or a helper that refused (counted
 //!   in the entry's `dropped` and `XDP_STATS` 24); otherwise the packet is translated with the
 //!   same `router_common::steer::translate` as in XDP, its IPv4 and Ethernet addresses set, counted
@@ -17,7 +18,8 @@
 //!   (`TC_ACT_REDIRECT`).
 //! - Bounds and access: every read and write through `bpf_skb_load_bytes`/`bpf_skb_store_bytes`
 //!   (which work on non-linear skbs), checksums through `bpf_l3_csum_replace`/`bpf_l4_csum_replace`.
-//! - Maps: `STEER_FLOWS` (lookup, counters as `super::program::account`), `XDP_STATS`.
+//! - Maps: `STEER_FLOWS` (lookup, counters as `super::program::account`), `STEER_ANSWERS` and
+//!   `STEER_EVENTS` (the answers), `XDP_STATS`.
 
 use core::ffi::c_void;
 
@@ -29,71 +31,140 @@ use aya_ebpf::{
 };
 use router_common::{
     nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
-    stats::{STATS_TC_STEERED, STATS_TC_STEER_DROP},
-    steer::{segment::CHECK, translate, ChecksumChange, OptionLayout, SteerError, SteerFlow, TcpBytes, STEER_STEERED},
+    stats::{STATS_STEER_ANSWER, STATS_TC_STEERED, STATS_TC_STEER_DROP},
+    steer::{
+        segment::CHECK, setup::STEER_CONNECTING, translate, ChecksumChange, OptionLayout, SteerError, SteerFlow,
+        SynOptions, TcpBytes, STEER_STEERED,
+    },
 };
 
 use super::{
     maps::STEER_FLOWS,
-    packet::walk_options_in_loop,
+    packet::{syn_options_in_loop, walk_options_in_loop, Arrival},
     program::{account, Seen},
+    setup::record_answer_of,
 };
 use crate::{
-    headers::{EthHdr, Ipv4Hdr, TcpHdr, ETH_P_IP, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF, TCP_SYN},
+    headers::{
+        EthHdr, Ipv4Hdr, TcpHdr, ETH_P_IP, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF, TCP_ACK, TCP_RST, TCP_SYN,
+    },
     stats::count,
 };
 
 const ETH_LEN: usize = size_of::<EthHdr>();
 const IPV4_MF_OFFSET: u16 = 0x3fff;
 
+/// Looks the packet's entry up ([`entry_state`]) and hands a connecting leg's packet to
+/// [`answer`] and a steered flow's to [`translate_and_redirect`]. Each is a BPF function of its own
+/// that reads the packet again: one frame holding the reads under the answer record or under the
+/// translation ran past the 512-byte stack, and a second look-up of a steered packet's entry is
+/// cheap next to it (and paid once per GSO super-packet, not per segment).
 #[classifier]
 pub fn steer_ingress(ctx: TcContext) -> i32 {
-    match steer(&ctx) {
-        Some(verdict) => verdict,
-        None => TC_ACT_OK,
+    match entry_state(&ctx) {
+        Some(STEER_CONNECTING) => answer(&ctx),
+        Some(STEER_STEERED) => translate_and_redirect(&ctx),
+        _ => TC_ACT_OK,
     }
 }
 
-/// An IPv4 TCP packet's arrival 5-tuple and where its headers are.
-struct Arrival {
+/// An IPv4 TCP packet's arrival 5-tuple and fixed fields, and where its TCP header is.
+struct Arrived {
+    packet: Arrival,
+    l4_off: usize,
+}
+
+/// The state of the `STEER_FLOWS` entry under the packet's arrival 5-tuple, if it has one.
+#[inline(never)]
+fn entry_state(ctx: &TcContext) -> Option<u32> {
+    let head = read_head(ctx)?;
+    let entry = STEER_FLOWS.get_ptr(head.key)?;
+    // SAFETY: a valid pointer to the entry; reading one `u32` of plain data.
+    Some(unsafe { (*entry).state })
+}
+
+/// The pod's answer to leg B (or noise): recorded when it is a SYN-ACK or RST, and dropped either
+/// way, as no socket owns Q.
+#[inline(never)]
+fn answer(ctx: &TcContext) -> i32 {
+    let bytes = u64::from(ctx.len());
+    if read_arrival(ctx).is_some_and(|arrived| record_answer(ctx, &arrived)) {
+        count(STATS_STEER_ANSWER, bytes);
+    }
+    count(STATS_TC_STEER_DROP, bytes);
+    TC_ACT_SHOT as i32
+}
+
+/// Translates a steered flow's packet and redirects it to the egress of the entry's interface
+/// (`TC_ACT_REDIRECT`), or drops it (`TC_ACT_SHOT`): a SYN, or a translation that failed. Leaves
+/// the packet alone (`TC_ACT_OK`) when its entry went away since [`entry_state`] looked.
+#[inline(never)]
+fn translate_and_redirect(ctx: &TcContext) -> i32 {
+    let Some(head) = read_head(ctx) else {
+        return TC_ACT_OK;
+    };
+    let packet = &head;
+    let Some(entry) = STEER_FLOWS.get_ptr_mut(packet.key) else {
+        return TC_ACT_OK;
+    };
+    let bytes = u64::from(ctx.len());
+    // SAFETY: `entry` is a live `STEER_FLOWS` value, read in place; userspace writes the whole entry
+    // before setting it steered, and this program writes only counters, `last_seen_ns`, `seen` and
+    // `acked`, after its last use of `flow`.
+    let flow: &SteerFlow = unsafe { &*entry };
+    if flow.state != STEER_STEERED {
+        return TC_ACT_OK;
+    }
+    let was = Seen { last_seen_ns: flow.last_seen_ns, seen: flow.seen, direction: flow.direction, acked: flow.acked };
+    let if_index = flow.if_index;
+    if packet.flags & TCP_SYN != 0 || rewrite(ctx, packet, flow).is_err() {
+        // SAFETY: `entry` is a live map value of plain integers.
+        unsafe { (*entry).dropped += 1 };
+        count(STATS_TC_STEER_DROP, bytes);
+        return TC_ACT_SHOT as i32;
+    }
+    // SAFETY: `entry` is this direction's live entry, not used as `flow` any more.
+    unsafe { account(entry, was, packet.flags, packet.ack, bytes) };
+    count(STATS_TC_STEERED, bytes);
+    // SAFETY: bpf_redirect only records the target (egress of `if_index`, flags 0) for after the
+    // program returns TC_ACT_REDIRECT, which it gives back.
+    unsafe { bpf_redirect(if_index, 0) as i32 }
+}
+
+/// Records the pod's SYN-ACK or RST to a connecting leg B (see `super::setup::record_answer_of`).
+#[inline(always)]
+fn record_answer(ctx: &TcContext, arrived: &Arrived) -> bool {
+    let packet = &arrived.packet;
+    let options = if packet.flags & (TCP_SYN | TCP_ACK | TCP_RST) == TCP_SYN | TCP_ACK {
+        let segment = SkbTcp { skb: ctx.skb.skb, l4_off: arrived.l4_off };
+        match syn_options_in_loop(segment, packet.header_len) {
+            Ok(options) => options,
+            Err(_) => return false,
+        }
+    } else {
+        SynOptions::default()
+    };
+    let Ok(eth) = ctx.load::<EthHdr>(0) else {
+        return false;
+    };
+    // SAFETY: `ctx.skb.skb` is this program's context, readable for its whole run.
+    let if_index = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    record_answer_of(packet, &options, (eth.src, eth.dst), if_index)
+}
+
+/// What the translation needs of an IPv4, unfragmented TCP packet: its arrival 5-tuple, where its
+/// TCP header is, its flags and acknowledgement number. Kept small: it sits on the translation's
+/// frame, which is near the 512-byte limit.
+struct Head {
     key: FlowKey,
     l4_off: usize,
     flags: u8,
     ack: u32,
 }
 
-/// `None`: not the program's (left unchanged). Not inlined: the translation's frame stays apart
-/// from the classifier's.
-#[inline(never)]
-fn steer(ctx: &TcContext) -> Option<i32> {
-    let arrived = read_arrival(ctx)?;
-    let entry = STEER_FLOWS.get_ptr_mut(arrived.key)?;
-    // SAFETY: a valid pointer to this direction's entry, read in place; userspace writes the whole
-    // entry before setting it steered, and this program writes only counters, `last_seen_ns`,
-    // `seen` and `acked`, after its last use of `flow`.
-    let flow: &SteerFlow = unsafe { &*entry };
-    if flow.state != STEER_STEERED {
-        return None;
-    }
-    let was = Seen { last_seen_ns: flow.last_seen_ns, seen: flow.seen, direction: flow.direction, acked: flow.acked };
-    let if_index = flow.if_index;
-    let bytes = u64::from(ctx.len());
-    if arrived.flags & TCP_SYN != 0 || rewrite(ctx, &arrived, flow).is_err() {
-        // SAFETY: `entry` is a live map value of plain integers.
-        unsafe { (*entry).dropped += 1 };
-        count(STATS_TC_STEER_DROP, bytes);
-        return Some(TC_ACT_SHOT as i32);
-    }
-    // SAFETY: `entry` is this direction's live entry, not used as `flow` any more.
-    unsafe { account(entry, was, arrived.flags, arrived.ack, bytes) };
-    count(STATS_TC_STEERED, bytes);
-    // SAFETY: bpf_redirect only records the target (egress of `if_index`, flags 0) for after the
-    // program returns TC_ACT_REDIRECT, which it gives back.
-    Some(unsafe { bpf_redirect(if_index, 0) } as i32)
-}
-
+/// The [`Head`] of an IPv4, unfragmented TCP packet; `None` for anything else.
 #[inline(always)]
-fn read_arrival(ctx: &TcContext) -> Option<Arrival> {
+fn read_head(ctx: &TcContext) -> Option<Head> {
     let ether_type: [u8; 2] = ctx.load(12).ok()?;
     if u16::from_be_bytes(ether_type) != ETH_P_IP {
         return None;
@@ -114,7 +185,27 @@ fn read_arrival(ctx: &TcContext) -> Option<Arrival> {
     key.dst_addr[..4].copy_from_slice(&ip.dst);
     key.src_port = u16::from_be_bytes(th.src_port);
     key.dst_port = u16::from_be_bytes(th.dst_port);
-    Some(Arrival { key, l4_off, flags: th.off_flags[1], ack: u32::from_be_bytes(th.ack) })
+    Some(Head { key, l4_off, flags: th.off_flags[1], ack: u32::from_be_bytes(th.ack) })
+}
+
+/// The whole arrival (for the answer record): the [`Head`] and the TCP header's other fields.
+#[inline(always)]
+fn read_arrival(ctx: &TcContext) -> Option<Arrived> {
+    let head = read_head(ctx)?;
+    let th: TcpHdr = ctx.load(head.l4_off).ok()?;
+    let total_len: [u8; 2] = ctx.load(ETH_LEN + 2).ok()?;
+    let ip_header_len = (head.l4_off - ETH_LEN) as u16;
+    let packet = Arrival {
+        key: head.key,
+        flags: head.flags,
+        header_len: usize::from(th.off_flags[0] >> 4) * 4,
+        seq: u32::from_be_bytes(th.seq),
+        ack: head.ack,
+        window: u16::from_be_bytes(th.window),
+        check: u16::from_be_bytes(th.check),
+        tcp_len: u16::from_be_bytes(total_len).wrapping_sub(ip_header_len),
+    };
+    Some(Arrived { packet, l4_off: head.l4_off })
 }
 
 /// A helper refused a write (the skb could not be made writable, say).
@@ -123,13 +214,14 @@ struct Refused;
 /// The TCP header through `translate` (checksum by the kernel's helpers), then the IPv4 addresses
 /// with the header checksum, then the Ethernet addresses.
 #[inline(always)]
-fn rewrite(ctx: &TcContext, arrived: &Arrival, flow: &SteerFlow) -> Result<(), Refused> {
-    let mut segment = SkbTcp { skb: ctx.skb.skb, l4_off: arrived.l4_off };
-    translate(&mut segment, &arrived.key, flow).map_err(|_| Refused)?;
+fn rewrite(ctx: &TcContext, head: &Head, flow: &SteerFlow) -> Result<(), Refused> {
+    let mut segment = SkbTcp { skb: ctx.skb.skb, l4_off: head.l4_off };
+    let key = &head.key;
+    translate(&mut segment, key, flow).map_err(|_| Refused)?;
     let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
     for (at, old, new) in [
-        (ETH_LEN + IPV4_SRC_OFF, v4(&arrived.key.src_addr), v4(&flow.src_addr)),
-        (ETH_LEN + IPV4_SRC_OFF + 4, v4(&arrived.key.dst_addr), v4(&flow.dst_addr)),
+        (ETH_LEN + IPV4_SRC_OFF, v4(&key.src_addr), v4(&flow.src_addr)),
+        (ETH_LEN + IPV4_SRC_OFF + 4, v4(&key.dst_addr), v4(&flow.dst_addr)),
     ] {
         let (old, new) = (u32::from_ne_bytes(old), u32::from_ne_bytes(new));
         if old != new {

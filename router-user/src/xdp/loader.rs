@@ -1,9 +1,9 @@
 //! Loading and attaching the XDP front: adopt a previous front's pinned links and maps when its
 //! layout is this build's ([`super::adopt`]), else refuse when the interface (or a pod-facing one)
 //! already has an XDP program or the pin dir belongs to a live router, then load the embedded object
-//! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface
-//! and to each pod-facing interface, `nat_reverse` on the interface's TC egress, `steer_ingress` on
-//! the TC ingress of the interface and each pod-facing one (when there are any), pin each link
+//! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface,
+//! `nat_reverse` on its TC egress, and `steer_ingress` on the TC ingress of the interface and of each
+//! pod-facing one (when there are any; the pod-facing interfaces get no XDP program), pin each link
 //! ([`super::links`]) and every map as `<pin_dir>/<MAP_NAME>`, with `LAYOUT` and `STEER_FALLBACKS`.
 
 #![allow(unsafe_code)]
@@ -47,8 +47,8 @@ pub(crate) struct Attached {
     pub if_index: u32,
     /// Kernel id of the loaded `xdp_front`.
     pub prog_id: u32,
-    /// `xdp_front` on the interface first, then on each pod-facing interface, then `nat_reverse`,
-    /// then `steer_ingress` on each of them.
+    /// `xdp_front` on the interface first, then `nat_reverse`, then `steer_ingress` on the interface
+    /// and on each pod-facing one.
     pub links: Vec<FrontLink>,
     pub stats: StatsMap,
     pub nat: NatMaps,
@@ -86,9 +86,6 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
         Previous::Nothing => {}
     }
     refuse_if_attached(iface, if_index)?;
-    for &(pod_iface, pod_index) in &pod_ifaces {
-        refuse_if_attached(pod_iface, pod_index)?;
-    }
     load_and_attach(opts, if_index, &pod_ifaces, pins)
 }
 
@@ -119,11 +116,7 @@ fn load_and_attach(
     let mut ebpf = load(opts.conntrack_size)?;
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
-    let mut links = Vec::new();
-    // The same program (and so the same maps) on each pod-facing interface, in the same --xdp-mode.
-    for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
-        links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
-    }
+    let mut links = vec![attach_xdp(program, iface, if_index, opts.mode, &mut pins)?];
     for (kind, name, index) in tc_links(iface, if_index, pod_ifaces) {
         links.push(attach_tc(&mut ebpf, kind, name, index, &mut pins)?);
     }
@@ -161,7 +154,9 @@ fn adopt_and_attach(
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let mut links = Vec::new();
-    for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
+    // XDP on the main interface only (a previous front's XDP links on pod-facing interfaces are
+    // removed below, with every link this front does not want).
+    for (name, index) in [(iface, if_index)] {
         let path = pins.pin_path(&links::pin_name(LinkKind::Xdp, name));
         let adopted = if std::fs::symlink_metadata(&path).is_ok() {
             match links::adopt_xdp(program, &path) {
@@ -238,7 +233,8 @@ fn finish(
 }
 
 /// The TC links of a front on `iface` with `pod_ifaces`: `nat_reverse` on the interface's egress, and,
-/// when there are pod-facing interfaces (steering), `steer_ingress` on the ingress of each.
+/// when there are pod-facing interfaces (steering), `steer_ingress` on the ingress of the interface
+/// and of each of them.
 fn tc_links<'a>(iface: &'a str, if_index: u32, pod_ifaces: &[(&'a str, u32)]) -> Vec<(LinkKind, &'a str, u32)> {
     let mut out = vec![(LinkKind::TcxEgress, iface, if_index)];
     if !pod_ifaces.is_empty() {

@@ -1,6 +1,7 @@
 //! The XDP front's loader and control plane: attaches `xdp_front` (built from `router-ebpf`,
-//! embedded in this binary) to one interface (and to the pod-facing interfaces of
-//! `--xdp-pod-interfaces`, same program, same maps) and `nat_reverse` to its TC egress hook, pins
+//! embedded in this binary) to one interface, `nat_reverse` to its TC egress hook and, with
+//! pod-facing interfaces (`--xdp-pod-interfaces`), `steer_ingress` to the TC ingress hook of the
+//! interface and of each of them (same maps), pins
 //! their maps under a bpffs directory, hands the steering maps to the passthrough setup
 //! ([`XdpFront::take_steer_maps`], [`SteerMaps`]), keeps the nodePort maps in step with the router's own Service
 //! ([`sync`]), expires idle conntrack entries ([`conntrack`]), reads counters and fill levels
@@ -11,7 +12,7 @@
 //! `STEER_SYNS`, `STEER_ANSWERS`, `STEER_FLOWS`, `STEER_EVENTS`), created after both
 //! programs are attached, so their presence means "attached and counting"; beside them
 //! `STEER_FALLBACKS` (userspace's fallback counts, [`steer_fallbacks`]) and `LAYOUT` (the layout
-//! fingerprint, [`layout`]). The links are pinned too (`link_xdp_<iface>`, `link_tcx_<iface>`,
+//! fingerprint, [`layout`]). The links are pinned too (`link_xdp_<iface>`, `link_tcx_<iface>`, `link_tci_<iface>`,
 //! [`links`]): a router that dies (SIGKILL, crash) leaves the datapath running, steered flows
 //! included, and the next router on the pin dir adopts links and maps ([`adopt`]): same layout,
 //! the program is replaced in each link atomically; another layout, it says so and starts clean.
@@ -118,9 +119,9 @@ pub struct XdpOptions {
     /// `max_entries` of `CONNTRACK` and of `CONNTRACK_REV` (LRU: the least recently used flows are
     /// evicted when full).
     pub conntrack_size: u32,
-    /// Pod-facing interfaces (`--xdp-pod-interfaces`): `xdp_front` is attached to each too, in the
-    /// same mode, with the same maps, so that the pods' packets of steered flows meet it. `iface`
-    /// itself and repeats are skipped.
+    /// Pod-facing interfaces (`--xdp-pod-interfaces`): `steer_ingress` is attached to each (tcx
+    /// ingress, the same maps), so that the pods' packets of steered flows and their answers to leg B
+    /// meet it. `iface` itself and repeats are skipped.
     pub pod_interfaces: Vec<String>,
 }
 
@@ -204,11 +205,11 @@ impl XdpFront {
         self.if_index
     }
 
-    /// The pod-facing interfaces `xdp_front` is attached to, with the mode each runs in.
+    /// The pod-facing interfaces `steer_ingress` is attached to, with the hook each runs on.
     pub fn pod_interfaces(&self) -> Vec<(&str, &'static str)> {
         self.links
             .iter()
-            .filter(|link| link.kind == links::LinkKind::Xdp && link.iface != self.iface)
+            .filter(|link| link.kind == links::LinkKind::TcxIngress && link.iface != self.iface)
             .map(|link| (link.iface.as_str(), link.mode))
             .collect()
     }

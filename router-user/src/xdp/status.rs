@@ -178,9 +178,9 @@ pub fn cli(args: impl IntoIterator<Item = OsString>) -> Result<(), XdpError> {
     }
 }
 
-/// The programs using the pinned stats map, one row per interface each is attached to (`xdp_front`
-/// runs on the main interface and on every pod-facing one), or one row without an interface when
-/// it is attached nowhere in this network namespace.
+/// The programs using the pinned stats map, one row per interface each is attached to
+/// (`steer_ingress` runs on the main interface and on every pod-facing one), or one row without an
+/// interface when it is attached nowhere in this network namespace.
 fn attachments(pin_dir: &Path) -> Vec<Attachment> {
     let Ok(map_id) = aya::maps::MapData::from_pin(pin_dir.join(XDP_STATS)).and_then(|m| m.info()).map(|i| i.id())
     else {
@@ -202,10 +202,13 @@ fn attachments(pin_dir: &Path) -> Vec<Attachment> {
                     .and_then(|list| list.into_iter().find(|a| a.prog_id == prog_id))
                     .map(|a| a.mode.ip_link_name().to_owned());
                 let tc = || {
-                    SchedClassifier::query_tcx(name, TcAttachType::Egress)
-                        .ok()
-                        .filter(|(_, progs)| progs.iter().any(|p| p.id() == prog_id))
-                        .map(|_| "tcx egress".to_owned())
+                    [(TcAttachType::Egress, "tcx egress"), (TcAttachType::Ingress, "tcx ingress")]
+                        .into_iter()
+                        .find(|(hook, _)| {
+                            SchedClassifier::query_tcx(name, *hook)
+                                .is_ok_and(|(_, progs)| progs.iter().any(|p| p.id() == prog_id))
+                        })
+                        .map(|(_, label)| label.to_owned())
                 };
                 xdp.or_else(tc).map(|mode| (name.clone(), mode))
             })
