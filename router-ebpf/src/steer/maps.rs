@@ -37,8 +37,8 @@ pub static STEER_PORTS: HashMap<SteerPortKey, u8, { STEER_PORTS_MAX as usize }> 
 pub static STEER_SYNS: LruHashMap<FlowKey, SteerSyn, { STEER_SYNS_MAX as usize }> = LruHashMap::new();
 
 /// The pod's answers to leg B's SYN, keyed P -> Q (`BPF_MAP_TYPE_HASH`, `BPF_F_NO_PREALLOC`,
-/// 16,384 entries, 40-byte key, 48-byte value). Written by `xdp_front`; read and removed by
-/// userspace.
+/// 16,384 entries, 40-byte key, 48-byte value). Written by `steer_ingress` on the pod-facing
+/// interfaces and by `xdp_front` (a pod reached through the NIC); read and removed by userspace.
 #[btf_map]
 pub static STEER_ANSWERS: HashMap<
     FlowKey,
@@ -48,7 +48,7 @@ pub static STEER_ANSWERS: HashMap<
 > = HashMap::new();
 
 /// The keys of answers just recorded (`BPF_MAP_TYPE_RINGBUF`, 256 KiB of 40-byte `FlowKey`
-/// records plus the ring buffer's 8-byte record headers). Written by `xdp_front`; userspace waits
-/// on it.
+/// records plus the ring buffer's 8-byte record headers). Written by whichever program recorded the
+/// answer; userspace waits on it.
 #[btf_map]
 pub static STEER_EVENTS: RingBuf<SteerEvent, { STEER_EVENTS_BYTES as usize }> = RingBuf::new();
