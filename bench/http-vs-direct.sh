@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Requests/s through the router vs straight to the backend, with wrk, in one run and one core split:
-# backend and wrk on CPU0, the router on CPU1 (../shared/BENCH-METHOD.md). Loopback only; bounded by -d.
+# backend and wrk on CPU0, the router on CPU1 (docs/benchmarking.md). Loopback only; bounded by -d.
 # Usage: bench/http-vs-direct.sh [duration, default 10s] [connections, default 32]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -12,8 +12,7 @@
 mod xdp_common;
 
 use std::{
-    fs,
-    io::{self, Write},
+    io::Write,
     net::Shutdown,
     thread,
     time::{Duration, Instant},
@@ -22,7 +21,7 @@ use std::{
 use xdp_common::flow_map_fill::{self, PinnedMap};
 use xdp_common::in_netns::reset;
 use xdp_common::steer_ends::{
-    client_hello, exchange, expect_eof, expect_reset, random_file, sha256_of_stream, Life, Opened,
+    client_hello, exchange, expect_eof, expect_reset, random_file, three_segment_client_hello, Life, Opened, Sender,
 };
 use xdp_common::steer_topology::{eventually, metric, metric_where};
 
@@ -44,36 +43,14 @@ fn a_gib_down_and_256_mib_up_arrive_intact() {
 
     // 1 GiB from the pod, then its FIN.
     let started = Instant::now();
-    let Opened { mut client, pod } = life.open(&hello, 1);
-    life.wait_steered(1);
-    let down_path = work.join("down.bin");
-    let sender = thread::spawn(move || {
-        let mut pod = pod;
-        let mut file = fs::File::open(&down_path).expect("open down.bin");
-        let sent = io::copy(&mut file, &mut pod).expect("pod sends 1 GiB");
-        pod.shutdown(Shutdown::Write).expect("pod FIN");
-        (sent, pod)
-    });
-    let (got_sha, got) = sha256_of_stream(&mut client);
-    let (sent, _pod) = sender.join().expect("pod sender");
+    let (sent, got, got_sha) = life.transfer(&hello, 1, Sender::Pod, &work.join("down.bin"));
     assert_eq!((sent, got), (DOWN, DOWN), "bytes sent and received");
     assert_eq!(got_sha, down_sha, "download sha256");
     let down_took = started.elapsed();
 
     // 256 MiB from the client, then its FIN.
     let started = Instant::now();
-    let Opened { client, mut pod } = life.open(&hello, 1);
-    life.wait_steered(2);
-    let up_path = work.join("up.bin");
-    let sender = thread::spawn(move || {
-        let mut client = client;
-        let mut file = fs::File::open(&up_path).expect("open up.bin");
-        let sent = io::copy(&mut file, &mut client).expect("client sends 256 MiB");
-        client.shutdown(Shutdown::Write).expect("client FIN");
-        (sent, client)
-    });
-    let (got_sha, got) = sha256_of_stream(&mut pod);
-    let (sent, _client) = sender.join().expect("client sender");
+    let (sent, got, got_sha) = life.transfer(&hello, 2, Sender::Client, &work.join("up.bin"));
     assert_eq!((sent, got), (UP, UP), "bytes sent and received");
     assert_eq!(got_sha, up_sha, "upload sha256");
     let up_took = started.elapsed();
@@ -86,12 +63,7 @@ fn a_gib_down_and_256_mib_up_arrive_intact() {
 #[test]
 fn a_client_hello_in_three_segments_is_steered() {
     let Some(life) = Life::start(PREFIX, 2, &[]) else { return };
-    // 24 protocol names of 120 bytes: a ClientHello over two segments' worth (MSS 1460 less the
-    // timestamps), so the router replays it to the pod in three segments too.
-    let names: Vec<String> = (0..24).map(|i| format!("{i:03}{}", "x".repeat(117))).collect();
-    let alpn: Vec<&str> = names.iter().map(String::as_str).collect();
-    let hello = client_hello(&alpn);
-    assert!(hello.len() > 2 * 1448 && hello.len() < 3 * 1448, "ClientHello of {} bytes", hello.len());
+    let hello = three_segment_client_hello();
     let Opened { mut client, mut pod } = life.open(&hello, 3);
     life.wait_steered(1);
     exchange(&mut client, &mut pod, b"ping");

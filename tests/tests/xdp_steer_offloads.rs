@@ -12,13 +12,11 @@
 mod xdp_common;
 
 use std::{
-    fs, io,
-    net::Shutdown,
     thread,
     time::{Duration, Instant},
 };
 
-use xdp_common::steer_ends::{client_hello, exchange, random_file, sha256_of_stream, Life, Opened};
+use xdp_common::steer_ends::{client_hello, exchange, random_file, three_segment_client_hello, Life, Opened, Sender};
 use xdp_common::steer_topology::{metric, metric_where, Interfaces};
 
 const PREFIX: &str = "rsto";
@@ -48,62 +46,14 @@ fn row(n: u32, mode: &str, interfaces: Interfaces, path: Path) {
     let hello = client_hello(&["http/1.1"]);
     let started = Instant::now();
 
-    let Opened { mut client, pod } = life.open(&hello, 1);
-    life.wait_steered(1);
-    let down_path = work.join("down.bin");
-    let sender = thread::spawn(move || {
-        let mut pod = pod;
-        let sent = io::copy(&mut fs::File::open(&down_path).expect("open down.bin"), &mut pod).expect("pod sends");
-        pod.shutdown(Shutdown::Write).expect("pod FIN");
-        (sent, pod)
-    });
-    let (got_sha, got) = sha256_of_stream(&mut client);
-    let (sent, _pod) = sender.join().expect("pod sender");
+    let (sent, got, got_sha) = life.transfer(&hello, 1, Sender::Pod, &work.join("down.bin"));
     assert_eq!((sent, got), (DOWN, DOWN), "{label}: download bytes sent and received\n{}", life.router.log());
     assert_eq!(got_sha, down_sha, "{label}: download sha256");
-    eprintln!("{label}: download intact after {:?}", started.elapsed());
-
-    let Opened { client, mut pod } = life.open(&hello, 1);
-    life.wait_steered(2);
-    let up_path = work.join("up.bin");
-    let sender = thread::spawn(move || {
-        let mut client = client;
-        let sent = io::copy(&mut fs::File::open(&up_path).expect("open up.bin"), &mut client).expect("client sends");
-        client.shutdown(Shutdown::Write).expect("client FIN");
-        (sent, client)
-    });
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let (got_sha, got) = thread::scope(|scope| {
-        scope.spawn(|| {
-            thread::sleep(Duration::from_secs(20));
-            if !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let text = life.metrics();
-                let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("router_xdp_packets_total")).collect();
-                eprintln!("{label}: upload still running after 20 s: {lines:#?}");
-                for (ns, args) in [
-                    (&life.topo.client, &["ss", "-tni"][..]),
-                    (&life.topo.client, &["ip", "-s", "link"][..]),
-                    (&life.topo.node, &["ip", "-s", "link"][..]),
-                    (&life.topo.pods[0], &["ss", "-tni"][..]),
-                    (&life.topo.pods[0], &["nstat", "-a"][..]),
-                ] {
-                    let out = ns.command(args[0]).args(&args[1..]).output().expect("diagnostics");
-                    eprintln!("{args:?}:\n{}", String::from_utf8_lossy(&out.stdout));
-                }
-            }
-        });
-        let result = sha256_of_stream(&mut pod);
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        result
-    });
-    let (sent, _client) = sender.join().expect("client sender");
-    assert_eq!((sent, got), (UP, UP), "{label}: upload bytes sent and received");
+    let (sent, got, got_sha) = life.transfer(&hello, 2, Sender::Client, &work.join("up.bin"));
+    assert_eq!((sent, got), (UP, UP), "{label}: upload bytes sent and received\n{}", life.router.log());
     assert_eq!(got_sha, up_sha, "{label}: upload sha256");
 
-    // A ClientHello over two segments' worth, sent in three.
-    let names: Vec<String> = (0..24).map(|i| format!("{i:03}{}", "x".repeat(117))).collect();
-    let alpn: Vec<&str> = names.iter().map(String::as_str).collect();
-    let Opened { mut client, mut pod } = life.open(&client_hello(&alpn), 3);
+    let Opened { mut client, mut pod } = life.open(&three_segment_client_hello(), 3);
     life.wait_steered(3);
     exchange(&mut client, &mut pod, b"ping");
     exchange(&mut pod, &mut client, b"pong");

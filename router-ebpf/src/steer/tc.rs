@@ -1,7 +1,12 @@
 //! `steer_ingress`: the TC ingress half of the steering datapath, attached (tcx) to the client-facing
-//! interface and to every pod-facing one. It translates the steered packets `xdp_front` passed up
-//! (`super::program::Handoff`): segments whose checksum the sender left partial (TX checksum
-//! offload, every pod by default) and GSO super-packets longer than a standard Ethernet frame (1,514 bytes).
+//! interface and to every pod-facing one. On the client-facing interface it translates the steered
+//! packets `xdp_front` passed up (`super::program::Handoff`): segments whose checksum the sender left
+//! partial and frames past 1,514 bytes. The pod-facing interfaces have no XDP program at all: there
+//! it translates every steered packet from the pods (partial checksums and GSO super-packets are the
+//! rule there, as every pod's veth keeps TX checksum offload and TSO) and records the pods' answers
+//! to leg B's SYN (`super::setup::record_answer_of`). Generic XDP on a pod's veth would copy every
+//! super-packet into one linear buffer before anything else saw it; native XDP there takes GSO away
+//! from the pod.
 //!
 //! Why TC: the skb knows what XDP cannot see. `bpf_l4_csum_replace` updates a partial checksum's
 //! pseudo-header sum and leaves the rest to whoever completes it, and updates a complete one in full

@@ -17,8 +17,8 @@ use router_common::{
     stats::*,
     steer::{
         setup::{
-            SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK, STEER_CONNECTING, SYN_OPT_MSS,
-            SYN_OPT_SACK_OK, SYN_OPT_TIMESTAMPS, SYN_OPT_WSCALE,
+            SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, STEER_CONNECTING, SYN_OPT_MSS, SYN_OPT_SACK_OK,
+            SYN_OPT_TIMESTAMPS, SYN_OPT_WSCALE,
         },
         SteerFlow, SteerTcp, STEER_STEERED, STEER_TO_CLIENT,
     },
@@ -31,9 +31,9 @@ use super::{
     maps::NatMaps,
     packet_tests::{is_root, run},
     steer_packet_tests::{
-        addr, flow_entries, inspect, key, timestamps, Segment, ACK, ARRIVAL_IF_INDEX, CLIENT, CLIENT_MAC, NODE_MAC,
-        NODE_POD_SIDE_MAC, NODE_Q, NOP, POD, POD_MAC, PSH_ACK, ROUTER, RST, SYN, XDP_DROP, XDP_PASS, XDP_REDIRECT,
-        XDP_TX,
+        addr, flow_entries, inspect, key, pod_syn_ack, timestamps, Segment, ACK, ARRIVAL_IF_INDEX, CLIENT, CLIENT_MAC,
+        NODE_MAC, NODE_POD_SIDE_MAC, NODE_Q, NOP, POD, POD_MAC, PSH_ACK, ROUTER, RST, SYN, XDP_DROP, XDP_PASS,
+        XDP_REDIRECT, XDP_TX,
     },
     Desired, SteerMaps, XdpCounters, XdpError,
 };
@@ -61,13 +61,6 @@ macro_rules! require_root {
 /// Linux's SYN options: MSS 1460, SACK-permitted, timestamps (TSval 12345), NOP, window scale 7.
 fn linux_syn_options(tsval: u32) -> Vec<u8> {
     [vec![2, 4, 0x05, 0xb4, 4, 2], timestamps(tsval, 0), vec![NOP, 3, 3, 7]].concat()
-}
-
-/// A frame with its Ethernet addresses set (the segment builder writes node <- client).
-fn with_macs(mut frame: Vec<u8>, dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
-    frame[0..6].copy_from_slice(&dst);
-    frame[6..12].copy_from_slice(&src);
-    frame
 }
 
 /// `xdp_front` loaded (not attached), with every map it uses.
@@ -273,40 +266,13 @@ fn syn_ack_for_a_connecting_leg_is_recorded_announced_and_dropped() {
     let mut front = Front::new();
     let pod_side = key(POD, NODE_Q);
     front.steer.flows.insert(pod_side, connecting(), 0).expect("insert connecting entry");
-    let options = [vec![2, 4, 0x05, 0x78, 4, 2], timestamps(777, 12_345), vec![NOP, 3, 3, 9]].concat();
-    let answer = Segment {
-        seq: 0x8000_0000,
-        ack: 0xfedc_ba99,
-        flags: SYN_ACK,
-        window: 65_160,
-        options,
-        ..Segment::new(POD, NODE_Q)
-    };
-    let frame = with_macs(answer.frame(), NODE_POD_SIDE_MAC, POD_MAC);
+    let (frame, expected) = pod_syn_ack();
     let (verdict, out, counters) = front.run(&frame);
     assert_eq!((verdict, out == frame), (XDP_DROP, true), "dropped unchanged: no socket owns Q");
     assert_moved("answer", &counters, &[STATS_TOTAL, STATS_IPV4, STATS_TCP, STATS_STEER_DROP, STATS_STEER_ANSWER]);
     let recorded: SteerAnswer = front.steer.answers.get(&pod_side, 0).expect("STEER_ANSWERS entry");
     assert!(recorded.seen_ns > 0 && recorded.seen_ns <= monotonic_ns());
-    assert_eq!(
-        recorded,
-        SteerAnswer {
-            seen_ns: recorded.seen_ns,
-            isn: 0x8000_0000,
-            ack: 0xfedc_ba99,
-            tsval: 777,
-            tsecr: 12_345,
-            window: 65_160,
-            mss: 1400,
-            wscale: 9,
-            options: SYN_OPT_MSS | SYN_OPT_WSCALE | SYN_OPT_SACK_OK | SYN_OPT_TIMESTAMPS,
-            flags: ANSWER_SYN_ACK,
-            _pad: 0,
-            if_index: ARRIVAL_IF_INDEX,
-            peer_mac: POD_MAC,
-            local_mac: NODE_POD_SIDE_MAC,
-        }
-    );
+    assert_eq!(recorded, SteerAnswer { seen_ns: recorded.seen_ns, if_index: ARRIVAL_IF_INDEX, ..expected });
     assert_eq!(next_event(&mut front.steer.events), Some(pod_side), "the key is announced");
     assert_eq!(next_event(&mut front.steer.events), None, "once");
     assert_eq!(front.steer.flows.get(&pod_side, 0).expect("entry"), connecting(), "the entry is userspace's");

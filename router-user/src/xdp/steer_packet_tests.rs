@@ -18,8 +18,10 @@ use router_common::{
     checksum::{fold, sum_bytes},
     nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
     steer::{
-        options::walk, OptionLayout, SteerFlow, SteerTcp, STEER_FIN, STEER_FLOWS, STEER_PENDING, STEER_RST,
-        STEER_STEERED, STEER_TO_CLIENT, STEER_TO_POD,
+        options::walk,
+        setup::{SteerAnswer, ANSWER_SYN_ACK, SYN_OPT_MSS, SYN_OPT_SACK_OK, SYN_OPT_TIMESTAMPS, SYN_OPT_WSCALE},
+        OptionLayout, SteerFlow, SteerTcp, STEER_FIN, STEER_FLOWS, STEER_PENDING, STEER_RST, STEER_STEERED,
+        STEER_TO_CLIENT, STEER_TO_POD,
     },
 };
 
@@ -127,6 +129,46 @@ impl Segment {
         frame.extend_from_slice(&0x0800u16.to_be_bytes());
         [frame, ip, seg].concat()
     }
+}
+
+/// `frame` with another Ethernet destination and source.
+pub(super) fn with_macs(mut frame: Vec<u8>, dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+    frame[0..6].copy_from_slice(&dst);
+    frame[6..12].copy_from_slice(&src);
+    frame
+}
+
+/// The pod's SYN-ACK to leg B that the answer-record tests of both hooks (`xdp_front`,
+/// `steer_ingress`) send, Ethernet addresses included, and the record it must leave; the record's
+/// `seen_ns` and `if_index` depend on the run, and are the caller's to fill in.
+pub(super) fn pod_syn_ack() -> (Vec<u8>, SteerAnswer) {
+    let options = [vec![2, 4, 0x05, 0x78, 4, 2], timestamps(777, 12_345), vec![NOP, 3, 3, 9]].concat();
+    let answer = Segment {
+        seq: 0x8000_0000,
+        ack: 0xfedc_ba99,
+        flags: SYN | ACK,
+        window: 65_160,
+        options,
+        ..Segment::new(POD, NODE_Q)
+    };
+    let frame = with_macs(answer.frame(), NODE_POD_SIDE_MAC, POD_MAC);
+    let record = SteerAnswer {
+        seen_ns: 0,
+        isn: 0x8000_0000,
+        ack: 0xfedc_ba99,
+        tsval: 777,
+        tsecr: 12_345,
+        window: 65_160,
+        mss: 1400,
+        wscale: 9,
+        options: SYN_OPT_MSS | SYN_OPT_WSCALE | SYN_OPT_SACK_OK | SYN_OPT_TIMESTAMPS,
+        flags: ANSWER_SYN_ACK,
+        _pad: 0,
+        if_index: 0,
+        peer_mac: POD_MAC,
+        local_mac: NODE_POD_SIDE_MAC,
+    };
+    (frame, record)
 }
 
 pub(super) fn timestamps(tsval: u32, tsecr: u32) -> Vec<u8> {

@@ -7,10 +7,13 @@
 use std::{
     fs,
     io::{self, Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    net::{Shutdown, SocketAddr, TcpListener, TcpStream},
     path::Path,
     process::{Command, Stdio},
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex, MutexGuard, PoisonError,
+    },
     thread,
     time::{Duration, Instant},
 };
@@ -37,6 +40,15 @@ pub struct Life {
     pub pod: TcpListener,
     _serial: MutexGuard<'static, ()>,
 }
+
+/// Which end of a flow sends in [`Life::transfer`].
+pub enum Sender {
+    Pod,
+    Client,
+}
+
+/// How long a transfer runs before [`Life::transfer`] prints what the datapath and the sockets saw.
+const STALL_REPORT: Duration = Duration::from_secs(20);
 
 /// Both ends of a flow opened through the router, and the ClientHello it began with.
 pub struct Opened {
@@ -88,6 +100,58 @@ impl Life {
         Opened { client, pod }
     }
 
+    /// Opens a flow with `hello`, waits until `steered` connections are counted, streams the file at
+    /// `path` from `sender` to the other end and then the sender's FIN; returns (bytes sent, bytes
+    /// received, sha256 of what arrived). A stream still running after [`STALL_REPORT`] gets the
+    /// datapath's counters and both ends' sockets printed once, for the diagnosis of a stall.
+    pub fn transfer(&self, hello: &[u8], steered: u64, sender: Sender, path: &Path) -> (u64, u64, String) {
+        let Opened { client, pod } = self.open(hello, 1);
+        self.wait_steered(steered);
+        let (from, mut to) = match sender {
+            Sender::Pod => (pod, client),
+            Sender::Client => (client, pod),
+        };
+        let path = path.to_path_buf();
+        let writer = thread::spawn(move || {
+            let mut from = from;
+            let sent = io::copy(&mut fs::File::open(&path).expect("open the file to send"), &mut from).expect("send");
+            from.shutdown(Shutdown::Write).expect("the sender's FIN");
+            (sent, from)
+        });
+        let done = AtomicBool::new(false);
+        let (sha, got) = thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(STALL_REPORT);
+                if !done.load(Ordering::Relaxed) {
+                    self.report_stall();
+                }
+            });
+            let result = sha256_of_stream(&mut to);
+            done.store(true, Ordering::Relaxed);
+            result
+        });
+        let (sent, _from) = writer.join().expect("the sender");
+        (sent, got, sha)
+    }
+
+    /// Prints the datapath counters and the sockets and link counters of the client, node and pod.
+    fn report_stall(&self) {
+        let text = self.metrics();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("router_xdp_packets_total")).collect();
+        eprintln!("transfer still running after {STALL_REPORT:?}: {lines:#?}");
+        for (ns, args) in [
+            (&self.topo.client, &["ss", "-tni"][..]),
+            (&self.topo.client, &["ip", "-s", "link"][..]),
+            (&self.topo.node, &["ip", "-s", "link"][..]),
+            (&self.topo.pods[0], &["ss", "-tni"][..]),
+            (&self.topo.pods[0], &["nstat", "-a"][..]),
+        ] {
+            if let Ok(out) = ns.command(args[0]).args(&args[1..]).output() {
+                eprintln!("{args:?}:\n{}", String::from_utf8_lossy(&out.stdout));
+            }
+        }
+    }
+
     pub fn metrics(&self) -> String {
         self.topo.metrics()
     }
@@ -129,6 +193,16 @@ impl Life {
         let exit = self.router.terminate();
         assert!(exit.success(), "router exited with {exit}:\n{}", self.router.log());
     }
+}
+
+/// A ClientHello over two segments' worth (24 protocol names of 120 bytes; MSS 1460 less the
+/// timestamps), which the router replays to the pod in three segments too.
+pub fn three_segment_client_hello() -> Vec<u8> {
+    let names: Vec<String> = (0..24).map(|i| format!("{i:03}{}", "x".repeat(117))).collect();
+    let alpn: Vec<&str> = names.iter().map(String::as_str).collect();
+    let hello = client_hello(&alpn);
+    assert!(hello.len() > 2 * 1448 && hello.len() < 3 * 1448, "ClientHello of {} bytes", hello.len());
+    hello
 }
 
 /// rustls' first flight for `LIFE_HOST` offering `alpn` (a long list makes it large).
