@@ -292,8 +292,8 @@ fn start_steering(
     if !settings.steer.xdp_steer_passthrough {
         return None;
     }
-    // The pods' answers to leg B meet `steer_ingress` only on the pod-facing interfaces: without them a
-    // steered connection would wait for an answer that never comes before falling back.
+    // The answers of this node's pods to leg B meet `steer_ingress` only on the pod-facing interfaces:
+    // without them a steered connection would wait for an answer that never comes before falling back.
     if maps.is_some() && settings.xdp_pod_interfaces.iter().all(|name| name.trim().is_empty()) {
         tracing::info!("passthrough steering needs --xdp-pod-interfaces; passthrough stays on the userspace relay");
         return None;

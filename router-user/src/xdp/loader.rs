@@ -1,6 +1,6 @@
 //! Loading and attaching the XDP front: adopt a previous front's pinned links and maps when its
-//! layout is this build's ([`super::adopt`]), else refuse when the interface (or a pod-facing one)
-//! already has an XDP program or the pin dir belongs to a live router, then load the embedded object
+//! layout is this build's ([`super::adopt`]), else refuse when the interface already has an XDP
+//! program or the pin dir belongs to a live router, then load the embedded object
 //! (conntrack sized from the options), attach `xdp_front` in the requested mode to the interface,
 //! `nat_reverse` on its TC egress, and `steer_ingress` on the TC ingress of the interface and of each
 //! pod-facing one (when there are any; the pod-facing interfaces get no XDP program), pin each link
