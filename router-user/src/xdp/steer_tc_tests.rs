@@ -6,7 +6,7 @@
 
 use aya::{
     maps::{HashMap, MapData},
-    programs::{SchedClassifier, TestRun, TestRunOptions},
+    programs::SchedClassifier,
     Ebpf,
 };
 use router_common::{
@@ -21,7 +21,7 @@ use router_common::{
 use super::{
     counters::StatsMap,
     loader,
-    packet_tests::is_root,
+    packet_tests::{is_root, run},
     steer_packet_tests::{
         addr, flow_entries, inspect, key, pod_syn_ack, sack, timestamps, Segment, ACK, CLIENT, CLIENT_MAC, NODE_MAC,
         NODE_POD_SIDE_MAC, NODE_Q, PAYLOAD, POD, POD_IF_INDEX, POD_MAC, PSH_ACK, ROUTER, SYN,
@@ -65,12 +65,7 @@ impl Harness {
     fn run(&self, frame: &[u8]) -> (u32, Vec<u8>) {
         let program: &SchedClassifier =
             self.ebpf.program(PROGRAM).expect("steer_ingress").try_into().expect("a classifier");
-        let mut out = vec![0u8; frame.len() + 256];
-        let result = program
-            .test_run(TestRunOptions { data_in: Some(frame), data_out: Some(&mut out), ..TestRunOptions::default() })
-            .expect("BPF_PROG_TEST_RUN");
-        out.truncate(result.data_size_out as usize);
-        (result.return_value, out)
+        run(program, frame)
     }
 
     fn entry(&self, key: &FlowKey) -> SteerFlow {

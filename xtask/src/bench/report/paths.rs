@@ -100,8 +100,8 @@ mod tests {
     fn shown() -> ShownPaths {
         ShownPaths::new(
             Path::new("/tmp/xtask-bench-12805"),
-            Path::new("/work/main"),
-            &[Path::new("/work/bench-bins/router-071f624"), Path::new("/work/main/target/release/router")],
+            Path::new("/src/repo"),
+            &[Path::new("/src/bench-bins/router-071f624"), Path::new("/src/repo/target/release/router")],
         )
     }
 
@@ -111,27 +111,27 @@ mod tests {
         assert_eq!(
             shown.show(
                 "DEFAULT_CERTIFICATE_PATH=/tmp/xtask-bench-12805/pki/default.pem taskset -c 1 \
-                 /work/main/target/release/router --manifests /tmp/xtask-bench-12805/manifests-10"
+                 /src/repo/target/release/router --manifests /tmp/xtask-bench-12805/manifests-10"
             ),
             "DEFAULT_CERTIFICATE_PATH=<work>/pki/default.pem taskset -c 1 target/release/router --manifests \
              <work>/manifests-10"
         );
         assert_eq!(
             shown.show(
-                "taskset -c 1 nsenter --net=<node> /work/bench-bins/router-071f624 --bpf-pin-dir /sys/fs/bpf/<pins>"
+                "taskset -c 1 nsenter --net=<node> /src/bench-bins/router-071f624 --bpf-pin-dir /sys/fs/bpf/<pins>"
             ),
             "taskset -c 1 nsenter --net=<node> ../bench-bins/router-071f624 --bpf-pin-dir /sys/fs/bpf/<pins>",
             "a binary beside the repository is relative to its root; placeholders stay"
         );
-        assert_eq!(shown.show("nginx -p /tmp/xtask-bench-12805 (in /work/main)"), "nginx -p <work> (in .)");
+        assert_eq!(shown.show("nginx -p /tmp/xtask-bench-12805 (in /src/repo)"), "nginx -p <work> (in .)");
     }
 
     #[test]
     fn only_whole_path_names_match() {
         let shown = shown();
-        let other = "/tmp/xtask-bench-128050/x /work/main2/y /work/mainly";
+        let other = "/tmp/xtask-bench-128050/x /src/repo2/y /src/repoly";
         assert_eq!(shown.show(other), other, "a longer name that starts alike is another path");
-        assert_eq!(shown.show("'/work/main/a b'"), "'a b'");
+        assert_eq!(shown.show("'/src/repo/a b'"), "'a b'");
     }
 
     #[test]
@@ -142,8 +142,8 @@ mod tests {
 
     #[test]
     fn relative_paths_climb_out_of_the_root() {
-        assert_eq!(relative_to(Path::new("/work/bench-bins/r"), Path::new("/work/main")), Path::new("../bench-bins/r"));
-        assert_eq!(relative_to(Path::new("/opt/r"), Path::new("/work/main")), Path::new("../../opt/r"));
-        assert_eq!(relative_to(Path::new("/work/main/t/r"), Path::new("/work/main")), Path::new("t/r"));
+        assert_eq!(relative_to(Path::new("/src/bench-bins/r"), Path::new("/src/repo")), Path::new("../bench-bins/r"));
+        assert_eq!(relative_to(Path::new("/opt/r"), Path::new("/src/repo")), Path::new("../../opt/r"));
+        assert_eq!(relative_to(Path::new("/src/repo/t/r"), Path::new("/src/repo")), Path::new("t/r"));
     }
 }
