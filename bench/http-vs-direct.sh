@@ -8,7 +8,7 @@ duration=${1:-10s}
 connections=${2:-32}
 command -v wrk >/dev/null || { echo "wrk missing: run cargo xtask setup" >&2; exit 1; }
 
-cargo build --release --quiet --package router-user --bin router --package router-tests --bin test-backend
+cargo build --release --quiet --package router-user --bin router --package test-backend --bin test-backend
 bin=target/release
 work=$(mktemp -d)
 pids=()

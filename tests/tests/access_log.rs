@@ -288,15 +288,6 @@ async fn a_client_that_leaves_mid_body_is_logged_cd_with_the_bytes_it_got() {
     pod_task.abort();
 }
 
-/// The `router` binary next to this test's own (built by `cargo build -p router-user --bin router`).
-fn router_binary() -> std::path::PathBuf {
-    let test = std::env::current_exe().expect("this test's path");
-    let profile = test.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
-    let binary = profile.join("router");
-    assert!(binary.is_file(), "{} is missing: cargo build -p router-user --bin router", binary.display());
-    binary
-}
-
 /// The router process, stopped (by its PID) when dropped.
 struct RouterProcess(std::process::Child);
 
@@ -313,7 +304,7 @@ async fn stdout_gets_bare_lines_for_container_logs() {
     let web = TestBackend::start("web").await;
     let dir = web_routes(&web);
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
-    let mut child = std::process::Command::new(router_binary())
+    let mut child = std::process::Command::new(router_tests::binaries::router_binary())
         .args(["--manifests", dir.path().to_str().expect("dir"), "--allow-loopback-endpoints"])
         .args([
             "--listen-addr",

@@ -98,7 +98,7 @@ struct Pod(Child);
 impl Pod {
     fn start(ns: &NetNs, addr: SocketAddr) -> Pod {
         let child = ns
-            .command(env!("CARGO_BIN_EXE_test-backend"))
+            .command(router_tests::binaries::test_backend_binary())
             .arg(format!("pod={addr}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())

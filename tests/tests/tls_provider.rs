@@ -1,7 +1,9 @@
 //! The aws-lc-rs crypto provider (ROUTER_TLS_PROVIDER=aws-lc-rs) serving :443 to real clients: an edge route over
 //! HTTP/2 and HTTP/1.1 (curl, verified against the route's CA) and TLS 1.3 as openssl s_client sees it; and the
 //! provider being one per process: a second router asking for another is refused at start, not silently given the
-//! first one. Its own test binary: the provider is chosen once per process.
+//! first one. Its own test binary: the provider is chosen once per process. Built only with the feature that compiles
+//! aws-lc-rs in: `cargo test -p router-tests --features aws-lc-rs --test tls_provider`.
+#![cfg(feature = "aws-lc-rs")]
 
 use router::config::Settings;
 use router::server::StartError;

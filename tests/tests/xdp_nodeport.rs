@@ -29,7 +29,7 @@ use std::{
 
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
 use xdp_common::{
-    dump_counters, dump_formatted, is_root, remove_stale_pin_dirs, require_tools, router_binary, workspace_binary,
+    dump_counters, dump_formatted, is_root, remove_stale_pin_dirs, require_tools, router_binary, test_backend_binary,
     Counters, PinDir, Process,
 };
 
@@ -76,7 +76,7 @@ impl Topology {
         );
         let work = tempfile::tempdir().expect("temp dir");
         fs::create_dir(work.path().join("manifests")).expect("manifests dir");
-        let backend_bin = workspace_binary("router-tests", "test-backend");
+        let backend_bin = test_backend_binary();
         let mut backend =
             Process::spawn(&pod, &backend_bin, &[format!("app={POD4}:8080")], &[], &work.path().join("backend.log"));
         backend.wait_for("the backend listening", || backend_log_says_listening(&work.path().join("backend.log")));

@@ -34,7 +34,8 @@ pub fn cargo(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the router and the test backend (debug profile, shared with the tests).
+/// Builds the router and the test backend (debug profile, shared with the tests). tests/src/binaries.rs builds
+/// them with the same command: the same package set gives the same dependency features, so nothing is built twice.
 pub fn build_binaries() -> anyhow::Result<()> {
     cargo(&[
         "build",
@@ -43,7 +44,7 @@ pub fn build_binaries() -> anyhow::Result<()> {
         "--bin",
         "router",
         "--package",
-        "router-tests",
+        "test-backend",
         "--bin",
         "test-backend",
     ])

@@ -27,7 +27,7 @@ impl Drop for Owned {
 }
 
 pub fn run() -> anyhow::Result<()> {
-    setup::ensure()?;
+    setup::ensure_build()?;
     build_binaries()?;
     let bin = debug_dir();
     let _pods = Owned(Command::new(bin.join("test-backend")).args(PODS).spawn().context("starting test-backend")?);

@@ -56,9 +56,15 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Installs whatever is missing; quick when nothing is. `run` and the test runner call it first.
+/// Installs whatever is missing; quick when nothing is. The test runner and the bench call it first.
 pub fn ensure() -> anyhow::Result<()> {
     apt_packages()?;
+    ensure_build()
+}
+
+/// What building the router needs beyond stable Rust (the eBPF object's toolchain), and nothing the tests or
+/// the bench call: `cargo xtask run` asks only for this, so the demo does not wait for their packages.
+pub fn ensure_build() -> anyhow::Result<()> {
     nightly_toolchain()?;
     let linker = bpf_linker()?;
     println!("setup: ok: {linker}");

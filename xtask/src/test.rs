@@ -2,6 +2,12 @@
 //! as they are; the network-namespace XDP tests need root and the router binary, which is built first; the
 //! apiserver tests get etcd and a kube-apiserver (built once, cached) and must run, not skip. Last, the
 //! benchmark's smoke run (`cargo xtask bench --quick`).
+//!
+//! The tests run under cargo-nextest where it is installed (it is on the project's machines): each test in its
+//! own process, tests of different binaries side by side, with the groups of `.config/nextest.toml` keeping the
+//! apiserver and XDP tests to one at a time. Without it, `cargo test` runs them one binary after another.
+
+use std::process::Command;
 
 use crate::cargo::{build_binaries, cargo};
 use crate::{apiserver, bench, setup};
@@ -10,7 +16,7 @@ pub fn run() -> anyhow::Result<()> {
     setup::ensure()?;
     apiserver::ensure()?.export_for_tests();
     build_binaries()?;
-    cargo(&["test", "--workspace", "--exclude", "router-ebpf", "--no-fail-fast"])?;
+    run_tests()?;
     // The benchmark's smoke run (one scenario, 2 s per contender, the debug router built above): keeps
     // `cargo xtask bench` from rotting.
     bench::run(&bench::BenchArgs {
@@ -23,4 +29,21 @@ pub fn run() -> anyhow::Result<()> {
     })?;
     println!("all tests passed");
     Ok(())
+}
+
+const WORKSPACE: [&str; 3] = ["--workspace", "--exclude", "router-ebpf"];
+
+fn run_tests() -> anyhow::Result<()> {
+    if !nextest_installed() {
+        println!("test: cargo-nextest is not installed; running the test binaries one after another with cargo test");
+        return cargo(&[&["test"][..], &WORKSPACE, &["--no-fail-fast"]].concat());
+    }
+    cargo(&[&["nextest", "run"][..], &WORKSPACE].concat())?;
+    // nextest does not run documentation tests.
+    cargo(&[&["test", "--doc"][..], &WORKSPACE].concat())
+}
+
+fn nextest_installed() -> bool {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    Command::new(cargo).args(["nextest", "--version"]).output().is_ok_and(|out| out.status.success())
 }

@@ -1,8 +1,9 @@
 //! The rustls crypto provider of the whole process: ring (the default) or aws-lc-rs, chosen once at start by the
-//! hidden `--tls-provider` / ROUTER_TLS_PROVIDER setting. Both are compiled in and the choice is made at run time,
-//! not by a build feature, so that `cargo xtask bench` measures both with one binary in the same run (same
-//! minutes of the same machine, the method's rule for ratios); the default stays ring until such a run shows
-//! aws-lc-rs faster on full handshakes and not slower elsewhere.
+//! hidden `--tls-provider` / ROUTER_TLS_PROVIDER setting. aws-lc-rs is compiled in only with the cargo feature
+//! `aws-lc-rs` (off by default; its C build is one of the longest steps of a fresh build): `cargo xtask bench`
+//! turns it on and measures both with one binary in the same run (same minutes of the same machine, the method's
+//! rule for ratios). The default stays ring until such a run shows aws-lc-rs faster on full handshakes and not
+//! slower elsewhere; so far it was not (bench/results, the crypto provider table).
 //!
 //! Whatever the provider, the router offers the same things: the policy's cipher suites (named by id, each run by
 //! the chosen provider's own implementation) and ring's key exchange groups (X25519, P-256, P-384; aws-lc-rs would
@@ -20,6 +21,7 @@ use rustls_pki_types::PrivateKeyDer;
 pub enum TlsProvider {
     #[default]
     Ring,
+    #[cfg(feature = "aws-lc-rs")]
     #[value(name = "aws-lc-rs")]
     AwsLcRs,
 }
@@ -60,12 +62,15 @@ impl TlsProvider {
     /// The provider with its default suites and ring's key exchange groups.
     pub fn crypto_provider(self) -> CryptoProvider {
         let ring = rustls::crypto::ring::default_provider();
-        let mut provider = match self {
-            TlsProvider::Ring => return ring,
-            TlsProvider::AwsLcRs => rustls::crypto::aws_lc_rs::default_provider(),
-        };
-        provider.kx_groups.retain(|group| ring.kx_groups.iter().any(|offered| offered.name() == group.name()));
-        provider
+        match self {
+            TlsProvider::Ring => ring,
+            #[cfg(feature = "aws-lc-rs")]
+            TlsProvider::AwsLcRs => {
+                let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+                provider.kx_groups.retain(|group| ring.kx_groups.iter().any(|offered| offered.name() == group.name()));
+                provider
+            }
+        }
     }
 
     /// The provider offering exactly `suites` (matched by id, in their order), each run by this provider's own
@@ -74,6 +79,7 @@ impl TlsProvider {
         let base = self.crypto_provider();
         let all: Vec<SupportedCipherSuite> = match self {
             TlsProvider::Ring => rustls::crypto::ring::ALL_CIPHER_SUITES.to_vec(),
+            #[cfg(feature = "aws-lc-rs")]
             TlsProvider::AwsLcRs => rustls::crypto::aws_lc_rs::ALL_CIPHER_SUITES.to_vec(),
         };
         let cipher_suites =
@@ -85,6 +91,7 @@ impl TlsProvider {
     pub fn ticketer(self) -> Result<Arc<dyn ProducesTickets>, rustls::Error> {
         match self {
             TlsProvider::Ring => rustls::crypto::ring::Ticketer::new(),
+            #[cfg(feature = "aws-lc-rs")]
             TlsProvider::AwsLcRs => rustls::crypto::aws_lc_rs::Ticketer::new(),
         }
     }
@@ -93,6 +100,7 @@ impl TlsProvider {
     pub fn signing_key(self, key: &PrivateKeyDer<'_>) -> Result<Arc<dyn SigningKey>, rustls::Error> {
         match self {
             TlsProvider::Ring => rustls::crypto::ring::sign::any_supported_type(key),
+            #[cfg(feature = "aws-lc-rs")]
             TlsProvider::AwsLcRs => rustls::crypto::aws_lc_rs::sign::any_supported_type(key),
         }
     }
@@ -110,8 +118,14 @@ mod tests {
     use rustls_pki_types::{CertificateDer, ServerName};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    const BOTH: [TlsProvider; 2] = [TlsProvider::Ring, TlsProvider::AwsLcRs];
+    /// Every provider this build has.
+    const PROVIDERS: &[TlsProvider] = &[
+        TlsProvider::Ring,
+        #[cfg(feature = "aws-lc-rs")]
+        TlsProvider::AwsLcRs,
+    ];
 
+    #[cfg(feature = "aws-lc-rs")]
     #[test]
     fn both_offer_the_same_suites_and_groups() {
         let ring = TlsProvider::Ring.crypto_provider();
@@ -138,6 +152,7 @@ mod tests {
         // The process's choice is ring in unit tests; another choice is refused.
         choose(TlsProvider::Ring).unwrap();
         assert_eq!(chosen(), TlsProvider::Ring);
+        #[cfg(feature = "aws-lc-rs")]
         assert!(choose(TlsProvider::AwsLcRs).is_err());
         assert!(CryptoProvider::get_default().is_some(), "installed for libraries using rustls's default");
     }
@@ -182,7 +197,7 @@ mod tests {
     /// resumes with the provider's tickets.
     #[tokio::test]
     async fn each_provider_serves_ecdsa_and_rsa_and_resumes() {
-        for provider in BOTH {
+        for &provider in PROVIDERS {
             for (serving, kind) in ecdsa_and_rsa().into_iter().zip(["ECDSA", "RSA"]) {
                 let certified = CertifiedKey::new(serving.chain, provider.signing_key(&serving.key).unwrap());
                 certified.keys_match().unwrap();

@@ -178,31 +178,7 @@ pub fn remove_stale_pin_dirs(prefix: &str) {
     }
 }
 
-/// A binary of this workspace next to this test's target profile dir, (re)built first so it is
-/// current: `target/<profile>/deps/<test>-*` -> `target/<profile>/<bin>`.
-pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
-    let target_dir = profile_dir.parent().expect("target dir");
-    let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    build
-        .args(["build", "--package", package, "--bin", bin])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|name| name == "release") {
-        build.arg("--release");
-    }
-    let status = build.status().expect("run cargo build");
-    assert!(status.success(), "building {bin} failed: {status}");
-    let path = profile_dir.join(bin);
-    assert!(path.is_file(), "{bin} not found at {}", path.display());
-    path
-}
-
-pub fn router_binary() -> PathBuf {
-    workspace_binary("router-user", "router")
-}
+pub use router_tests::binaries::{router_binary, test_backend_binary};
 
 /// Counter names by index, as `router xdp status` prints them (the layout is router_common::stats).
 pub use router_common::stats::STATS_NAMES as COUNTER_NAMES;

@@ -11,7 +11,7 @@ use std::{
     path::Path,
     process::{Command, Stdio},
     sync::{
-        atomic::{AtomicBool, Ordering},
+        mpsc::{self, RecvTimeoutError},
         Mutex, MutexGuard, PoisonError,
     },
     thread,
@@ -118,16 +118,17 @@ impl Life {
             from.shutdown(Shutdown::Write).expect("the sender's FIN");
             (sent, from)
         });
-        let done = AtomicBool::new(false);
+        // The watcher wakes when the stream ends (the sender is dropped) or when STALL_REPORT passes, whichever
+        // comes first: the scope waits for it, so it must not simply sleep.
+        let (finished, stream_ended) = mpsc::channel::<()>();
         let (sha, got) = thread::scope(|scope| {
-            scope.spawn(|| {
-                thread::sleep(STALL_REPORT);
-                if !done.load(Ordering::Relaxed) {
+            scope.spawn(move || {
+                if stream_ended.recv_timeout(STALL_REPORT) == Err(RecvTimeoutError::Timeout) {
                     self.report_stall();
                 }
             });
             let result = sha256_of_stream(&mut to);
-            done.store(true, Ordering::Relaxed);
+            drop(finished);
             result
         });
         let (sent, _from) = writer.join().expect("the sender");

@@ -30,7 +30,7 @@ use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
 use router_tests::pki::TestCa;
 
-use super::{remove_stale_pin_dirs, router_binary, workspace_binary, Process};
+use super::{remove_stale_pin_dirs, router_binary, test_backend_binary, Process};
 
 /// The namespace prefix of tests that take the default one.
 pub const PREFIX: &str = "rtst";
@@ -171,7 +171,7 @@ impl Topology {
             servers.push(s_server(ns, &dir, addr));
         }
         fs::write(work.path().join("ca.pem"), cas).expect("write CAs");
-        let backend_bin = workspace_binary("router-tests", "test-backend");
+        let backend_bin = test_backend_binary();
         let backend_log = work.path().join("backend.log");
         let mut backend = Process::spawn(&pod_a, &backend_bin, &[format!("web={POD_A}:8080")], &[], &backend_log);
         backend.wait_for("the backend listening", || {

@@ -240,12 +240,12 @@ fn router_binary(quick: bool) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Builds the router: release for measurements, the debug build (already built by `cargo xtask test`) for the
-/// smoke test.
+/// Builds the router: release with both crypto providers for measurements, the debug build (already built by
+/// `cargo xtask test`, ring only) for the smoke test.
 fn build_router(quick: bool) -> anyhow::Result<PathBuf> {
     let mut args = vec!["build", "--package", "router-user", "--bin", "router"];
     if !quick {
-        args.push("--release");
+        args.extend(["--release", "--features", "aws-lc-rs"]);
     }
     cargo(&args)?;
     let binary = target_dir().join(if quick { "debug" } else { "release" }).join("router");

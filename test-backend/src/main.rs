@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use router_tests::backend::TestBackend;
+use test_backend::TestBackend;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
