@@ -135,7 +135,16 @@ fn nightly_toolchain() -> anyhow::Result<()> {
         run_checked(Command::new("rustup").args(["toolchain", "install", NIGHTLY, "--profile", "minimal"]))?;
     }
     let components = stdout(Command::new("rustup").args(["component", "list", "--installed", "--toolchain", NIGHTLY]))?;
-    if !components.lines().any(|line| line.trim() == "rust-src") {
+    let listed = components.lines().any(|line| line.trim() == "rust-src");
+    // What the eBPF build reads (router-user/build.rs checks the same directory): rustup's own record can say
+    // installed while the sources are gone (a toolchain directory copied or pruned by hand).
+    let sysroot = PathBuf::from(stdout(Command::new("rustup").args(["run", NIGHTLY, "rustc", "--print", "sysroot"]))?);
+    let on_disk = sysroot.join("lib/rustlib/src/rust/library/core").is_dir();
+    if listed && !on_disk {
+        println!("setup: rust-src of the {NIGHTLY} toolchain is recorded but its sources are missing: reinstalling");
+        run_checked(Command::new("rustup").args(["component", "remove", "rust-src", "--toolchain", NIGHTLY]))?;
+    }
+    if !(listed && on_disk) {
         println!("setup: adding rust-src to the {NIGHTLY} toolchain");
         run_checked(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", NIGHTLY]))?;
     }
