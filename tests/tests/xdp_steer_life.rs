@@ -1,6 +1,6 @@
 //! The life of a steered passthrough flow (root only): large transfers both ways, a ClientHello in
-//! three TCP segments, half-close each way, a RST from either side, idle entries aging out, and a full
-//! flow map falling back to the userspace relay.
+//! three TCP segments, half-close each way (the flow counted in flight at its pod until it ends), a RST
+//! from either side, idle entries aging out, and a full flow map falling back to the userspace relay.
 //!
 //! Topology: `xdp_common::steer_topology` (client, node with the router and xdp_front in skb mode,
 //! two pods). These tests add the route `life.example.com`, passthrough to a plain TCP listener of
@@ -83,6 +83,8 @@ fn half_close_each_way_keeps_the_other_direction_open() {
     // The client closes its sending side first and still receives the rest.
     let Opened { mut client, mut pod } = life.open(&hello, 1);
     life.wait_steered(1);
+    // The router's sockets let go of the flow, but it still counts for its pod, as a relayed one does.
+    assert_eq!(life.pod_sessions(), 1, "a steered flow is in flight at its pod");
     exchange(&mut client, &mut pod, b"request");
     client.shutdown(Shutdown::Write).expect("client FIN");
     expect_eof(&mut pod, "the pod sees the client's FIN");
@@ -94,6 +96,7 @@ fn half_close_each_way_keeps_the_other_direction_open() {
     let ended = Instant::now();
     drop((client, pod));
     life.assert_removed_between(ended, FIN_LINGER - SWEEP_EVERY, FIN_LINGER + 4 * SWEEP_EVERY, "client FIN first");
+    assert_eq!(life.pod_sessions(), 0, "no longer in flight once the sweep removed it");
 
     // The pod closes first and the client can still send.
     let Opened { mut client, mut pod } = life.open(&hello, 1);

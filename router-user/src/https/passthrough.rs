@@ -19,7 +19,7 @@ use super::HttpsContext;
 use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC_SSL};
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
 use crate::metrics::{BackendOnlyLabels, CountersSlot, PassthroughLabels, TlsFailureLabels};
-use crate::protection::RouteGate;
+use crate::protection::{ConnectionTicket, RouteGate};
 use crate::relay::SteerOutcome;
 use crate::table::{Backend, Endpoint};
 
@@ -38,9 +38,10 @@ pub async fn relay_to_pod(
         limiter: backend.limiter.as_ref(),
         metrics: &context.metrics,
     };
-    // concurrent-tcp and rate-tcp apply to passthrough; rate-http cannot (no requests are seen).
-    let _ticket = match gate.admit_connection(client.ip()) {
-        Ok(ticket) => ticket,
+    // concurrent-tcp and rate-tcp apply to passthrough; rate-http cannot (no requests are seen). Shared with a
+    // steered flow, which keeps it until the datapath's flow ends.
+    let ticket = match gate.admit_connection(client.ip()) {
+        Ok(ticket) => Arc::new(ticket),
         Err(refused) => {
             debug!(%refused, "passthrough connection refused");
             line.end(Termination::new(b'P', b'R'), 0, 0);
@@ -48,7 +49,7 @@ pub async fn relay_to_pod(
         }
     };
     let client_stream = if context.passthrough_relay.steers() {
-        match offer_to_xdp(client_stream, client, &hello, &backend, context).await {
+        match offer_to_xdp(client_stream, client, &hello, &backend, &ticket, context).await {
             Some(stream) => stream,
             None => {
                 // Handed to the XDP datapath: the router saw only the ClientHello.
@@ -151,7 +152,8 @@ async fn offer_to_xdp(
     stream: TcpStream,
     client: SocketAddr,
     hello: &[u8],
-    backend: &Backend,
+    backend: &Arc<Backend>,
+    ticket: &Arc<Option<ConnectionTicket>>,
     context: &HttpsContext,
 ) -> Option<TcpStream> {
     let endpoints = &backend.endpoints;
@@ -160,7 +162,8 @@ async fn offer_to_xdp(
         return Some(stream);
     };
     let pod = endpoints[index].addr;
-    match context.passthrough_relay.steer(stream, hello, pod, backend.policy.tunnel_timeout).await {
+    let share = Box::new(SteeredShare::enter(backend, index, ticket));
+    match context.passthrough_relay.steer(stream, hello, pod, backend.policy.tunnel_timeout, share).await {
         SteerOutcome::Steered => {
             let labels = BackendOnlyLabels { backend: backend.labels.backend.clone() };
             context.metrics.passthrough_connections.get_or_create(&labels).inc();
@@ -168,6 +171,28 @@ async fn offer_to_xdp(
         }
         SteerOutcome::Lost => None,
         SteerOutcome::NotSteered(stream) => Some(stream),
+    }
+}
+
+/// A steered connection's part in its route's counts while the datapath carries it, as the relay's
+/// connection has while it relays: its pod in flight (least-connections, `/debug/topology`) and the route's
+/// concurrent-tcp ticket. The steering setup drops it when the flow ends.
+struct SteeredShare {
+    backend: Arc<Backend>,
+    index: usize,
+    _ticket: Arc<Option<ConnectionTicket>>,
+}
+
+impl SteeredShare {
+    fn enter(backend: &Arc<Backend>, index: usize, ticket: &Arc<Option<ConnectionTicket>>) -> SteeredShare {
+        backend.endpoints[index].in_flight.enter();
+        SteeredShare { backend: backend.clone(), index, _ticket: ticket.clone() }
+    }
+}
+
+impl Drop for SteeredShare {
+    fn drop(&mut self) {
+        self.backend.endpoints[self.index].in_flight.leave();
     }
 }
 

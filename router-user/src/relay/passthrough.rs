@@ -14,7 +14,7 @@ use super::idle::FinTimeouts;
 use super::sockmap::SockmapRelay;
 use super::splice::splice_relay_closing;
 pub use super::steer::SteerOutcome;
-use super::steer::Steering;
+use super::steer::{FlowHold, Steering};
 use super::RelayStats;
 
 /// The relays passthrough connections may use, chosen once at start.
@@ -51,16 +51,18 @@ impl PassthroughRelay {
     }
 
     /// Offers `client` (whose bytes so far are `hello`) to the XDP datapath for `pod`; without
-    /// steering, or when the setup falls back, the connection comes back unchanged.
+    /// steering, or when the setup falls back, the connection comes back unchanged. A steered flow keeps
+    /// `hold` until it ends.
     pub async fn steer(
         &self,
         client: TcpStream,
         hello: &[u8],
         pod: std::net::SocketAddr,
         idle_timeout: Duration,
+        hold: FlowHold,
     ) -> SteerOutcome {
         match &self.steering {
-            Some(steering) => steering.steer(client, hello, pod, idle_timeout).await,
+            Some(steering) => steering.steer(client, hello, pod, idle_timeout, hold).await,
             None => SteerOutcome::NotSteered(client),
         }
     }

@@ -22,7 +22,7 @@ use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::tls_client::{client_config, server_name, Trust};
 
 use super::in_netns::{accept, connect, listen};
-use super::steer_topology::{eventually, metric, sha256_file, Interfaces, Topology, NODE4, POD_A};
+use super::steer_topology::{eventually, metric, metric_where, sha256_file, Interfaces, Topology, NODE4, POD_A};
 use super::{dump_formatted, is_root, require_tools, PinDir, Process};
 
 pub const LIFE_HOST: &str = "life.example.com";
@@ -155,6 +155,12 @@ impl Life {
 
     pub fn metrics(&self) -> String {
         self.topo.metrics()
+    }
+
+    /// The connections the router counts as open to the route's pod (`haproxy_server_current_sessions`,
+    /// the in-flight count least-connections balances on).
+    pub fn pod_sessions(&self) -> u64 {
+        metric_where(&self.metrics(), "haproxy_server_current_sessions", "route=\"life\"")
     }
 
     /// Waits until the router counted `n` steered connections.

@@ -100,6 +100,17 @@ struct SteeredFlow {
     idle_limit: Duration,
 }
 
+/// Whatever the caller keeps alive for as long as the datapath carries a flow (the route's counts of the
+/// connection: its pod in flight for least-connections, its concurrent-connection ticket); dropped when the
+/// sweep removes the flow, or at once when the connection is not steered.
+pub type FlowHold = Box<dyn Send>;
+
+/// A flow being watched, with what its caller holds for it.
+struct Watched {
+    flow: SteeredFlow,
+    _hold: Option<FlowHold>,
+}
+
 /// What became of a connection offered for steering.
 #[derive(Debug)]
 pub enum SteerOutcome {
@@ -117,7 +128,7 @@ pub struct Steering {
     sender: Arc<dyn SegmentSender>,
     waiters: Arc<AnswerWaiters>,
     ports: Mutex<PortPool>,
-    flows: Mutex<HashMap<FlowKey, SteeredFlow>>,
+    flows: Mutex<HashMap<FlowKey, Watched>>,
     metrics: Arc<Metrics>,
     timing: SetupTiming,
     proxy_protocol: bool,
@@ -194,20 +205,23 @@ impl Steering {
         Ok(steering)
     }
 
-    /// Offers `stream` (R, whose ClientHello `hello` was read) to the datapath for the pod `pod`.
+    /// Offers `stream` (R, whose ClientHello `hello` was read) to the datapath for the pod `pod`. A steered
+    /// flow keeps `hold` until the sweep removes it; otherwise it is dropped before this returns.
     pub async fn steer(
         &self,
         stream: TcpStream,
         hello: &[u8],
         pod: SocketAddr,
         tunnel_timeout: Duration,
+        hold: FlowHold,
     ) -> SteerOutcome {
         let (Ok(client), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
             return SteerOutcome::NotSteered(stream);
         };
         let request = setup::SteerRequest { client, local, pod, hello, tunnel_timeout };
         match self.offload(&stream, &request).await {
-            Ok(()) => {
+            Ok(pod_key) => {
+                self.hold_while_watched(&pod_key, hold);
                 self.metrics.xdp_steered_connections.inc();
                 debug!(%client, %pod, "passthrough connection steered");
                 // Repair mode is on: the close sends nothing to C.
@@ -237,7 +251,19 @@ impl Steering {
     }
 
     fn register(&self, flow: SteeredFlow) {
-        lock(&self.flows).insert(flow.pod_key, flow);
+        lock(&self.flows).insert(flow.pod_key, Watched { flow, _hold: None });
         self.metrics.xdp_steered_flows.inc();
+    }
+
+    /// Keeps `hold` with the flow watched under `pod_key`; dropped now when the sweep removed it already.
+    fn hold_while_watched(&self, pod_key: &FlowKey, hold: FlowHold) {
+        if let Some(watched) = lock(&self.flows).get_mut(pod_key) {
+            watched._hold = Some(hold);
+        }
+    }
+
+    /// The flows being watched (a copy).
+    fn watched(&self) -> Vec<SteeredFlow> {
+        lock(&self.flows).values().map(|watched| watched.flow).collect()
     }
 }

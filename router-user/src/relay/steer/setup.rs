@@ -107,10 +107,10 @@ fn serial_at_least(a: u32, b: u32) -> bool {
 }
 
 impl Steering {
-    /// Offloads the connection to the datapath. On `Ok`, the flow is steered and R must be closed
-    /// as it is (repair mode on: nothing reaches C). On `Err`, every entry is gone and R is out of
-    /// repair mode (unless the reason [`Fallback::is_fatal`]).
-    pub(super) async fn offload(&self, leg: &impl RouterLeg, request: &SteerRequest<'_>) -> Result<(), Fallback> {
+    /// Offloads the connection to the datapath. On `Ok`, the flow is steered, watched under the returned
+    /// key (P -> Q), and R must be closed as it is (repair mode on: nothing reaches C). On `Err`, every entry
+    /// is gone and R is out of repair mode (unless the reason [`Fallback::is_fatal`]).
+    pub(super) async fn offload(&self, leg: &impl RouterLeg, request: &SteerRequest<'_>) -> Result<FlowKey, Fallback> {
         if self.proxy_protocol {
             return Err(Fallback::ProxyProtocol);
         }
@@ -139,7 +139,7 @@ impl Steering {
                     port,
                     idle_limit: request.tunnel_timeout,
                 });
-                Ok(())
+                Ok(undo.pod_key)
             }
             Err(reason) => {
                 self.undo(leg, undo, reason);

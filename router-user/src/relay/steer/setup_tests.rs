@@ -392,6 +392,36 @@ async fn the_sweep_removes_a_reset_flow_and_frees_its_port() {
     assert_eq!(h.steering.metrics.xdp_steered_flows.get(), 0, "gauge back to 0");
 }
 
+/// Sets its flag when dropped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn what_the_caller_holds_for_a_steered_flow_lives_until_the_sweep_removes_it() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let leg = FakeLeg::new(10);
+    let pod_key = h.steering.offload(&leg, &request(&[1; 10])).await.expect("steered");
+    assert_eq!(pod_key, entries::key(POD, q(61_000)), "watched under P -> Q");
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    h.steering.hold_while_watched(&pod_key, Box::new(DropFlag(dropped.clone())));
+    let last_seen = h.maps.lock().flows[&pod_key].last_seen_ns;
+    assert_eq!(h.steering.sweep(last_seen + 1_000_000), 0, "a live flow stays");
+    assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst), "held while the flow lives");
+    h.maps.lock().flows.get_mut(&pod_key).expect("entry").seen |= STEER_RST;
+    assert_eq!(h.steering.sweep(last_seen + 2_000_000_000), 1);
+    assert!(dropped.load(std::sync::atomic::Ordering::SeqCst), "dropped with the flow");
+
+    // A flow the sweep removed already: the hold is dropped at once.
+    let late = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    h.steering.hold_while_watched(&pod_key, Box::new(DropFlag(late.clone())));
+    assert!(late.load(std::sync::atomic::Ordering::SeqCst), "nothing to hold it for");
+}
+
 #[tokio::test]
 async fn an_idle_flow_is_removed_and_reset_at_the_pod() {
     let h = harness(Pod::Accepts, 16, 61_000..=61_009);

@@ -16,7 +16,7 @@ use router_common::nat::FlowKey;
 use router_common::steer::{SteerFlow, STEER_FIN, STEER_RST};
 
 use super::segment::{Segment, TcpOptions, TCP_RST};
-use super::{lock, SteeredFlow, Steering};
+use super::{lock, Steering};
 use crate::xdp::conntrack::monotonic_ns;
 
 /// Linger after FIN both ways.
@@ -62,9 +62,8 @@ pub fn verdict(
 impl Steering {
     /// Removes the flows that are over at `now_ns`; returns how many.
     pub fn sweep(&self, now_ns: u64) -> usize {
-        let watched: Vec<SteeredFlow> = lock(&self.flows).values().copied().collect();
         let mut removed = 0;
-        for flow in watched {
+        for flow in self.watched() {
             let to_client = self.datapath.flow(&flow.pod_key);
             let to_pod = self.datapath.flow(&flow.client_key);
             let (Ok(to_client), Ok(to_pod)) = (to_client, to_pod) else {
@@ -79,6 +78,7 @@ impl Steering {
             if let (Ended::Idle, Some(to_client)) = (ended, to_client) {
                 self.reset_pod(&flow.pod_key, to_client.acked);
             }
+            // Drops what the caller held for the flow (its pod's in-flight count, its connection ticket).
             lock(&self.flows).remove(&flow.pod_key);
             self.free_port(flow.port);
             self.metrics.xdp_steered_flows.dec();
