@@ -14,8 +14,14 @@ use crate::{apiserver, bench, setup};
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure()?;
-    apiserver::ensure()?.export_for_tests();
-    build_binaries()?;
+    // The apiserver's first build (minutes of Go, on a fresh machine) runs beside the Rust build, which leaves a
+    // core idle for long stretches (one large crate at a time, the eBPF build, links).
+    let control_plane = std::thread::spawn(apiserver::ensure);
+    let built = build_binaries().and_then(|()| build_tests());
+    // Joined even when the Rust build failed, so that no build of ours outlives this command.
+    let control_plane = control_plane.join().map_err(|_| anyhow::anyhow!("the apiserver set-up panicked"))?;
+    built?;
+    control_plane?.export_for_tests();
     run_tests()?;
     // The benchmark's smoke run (one scenario, 2 s per contender, the debug router built above): keeps
     // `cargo xtask bench` from rotting.
@@ -32,6 +38,11 @@ pub fn run() -> anyhow::Result<()> {
 }
 
 const WORKSPACE: [&str; 3] = ["--workspace", "--exclude", "router-ebpf"];
+
+/// Builds every test binary (what `run_tests` runs, with the same profile and features).
+fn build_tests() -> anyhow::Result<()> {
+    cargo(&[&["test"][..], &WORKSPACE, &["--no-run"]].concat())
+}
 
 fn run_tests() -> anyhow::Result<()> {
     if !nextest_installed() {
