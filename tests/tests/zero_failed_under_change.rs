@@ -205,7 +205,8 @@ async fn a_thousand_route_changes_under_load_fail_no_request() {
         // change is the route under load itself.
         // (Slots 9, 19, ... are always the steady route's turn, so the others cycle whole.)
         let slot = change % 50;
-        let (file, name, host) = (format!("other-{slot}.yaml"), format!("other-{slot}"), format!("o{slot}.example.com"));
+        let (file, name, host) =
+            (format!("other-{slot}.yaml"), format!("other-{slot}"), format!("o{slot}.example.com"));
         if change % 10 == 9 {
             dir.write("steady.yaml", &steady_route(change));
         } else {
@@ -250,5 +251,119 @@ async fn a_pod_taken_out_of_the_endpoints_under_load_fails_no_request_and_gets_n
     eprintln!("pod b removed under load: {}", tally.summary());
     assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "{}", tally.summary());
     assert_eq!(tally.by_b.load(Ordering::Relaxed), b_after_change, "no new request reached b: {}", tally.summary());
+    router.shutdown().await;
+}
+
+/// A `test-backend` process serving pod `name` on a free loopback port; killed (SIGKILL) on `kill` or drop.
+struct PodProcess(std::process::Child, SocketAddr);
+
+impl PodProcess {
+    fn start(name: &str) -> PodProcess {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
+        let child = std::process::Command::new(router_tests::binaries::test_backend_binary())
+            .arg(format!("{name}={addr}"))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start test-backend");
+        PodProcess(child, addr)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for PodProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_killed_under_load_fails_no_request() {
+    let (mut a, b) = (PodProcess::start("a"), PodProcess::start("b"));
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &service("ns", "web", &[a.1, b.1]));
+    dir.write("steady.yaml", &steady_route(0));
+    let router = start_router(dir.path()).await;
+    router_tests::eventually("both pods listening", Duration::from_secs(10), || async {
+        let up = TcpStream::connect(a.1).await.is_ok() && TcpStream::connect(b.1).await.is_ok();
+        up.then_some(())
+    })
+    .await;
+    let tally = Arc::new(Tally::default());
+    let (stop, tasks) = start_load(router.http_addr, &tally);
+    load_moves(&tally, 200).await;
+    // Killed with its connections open (the router's pooled ones among them) and still listed in the endpoints,
+    // as a pod is for the seconds before its EndpointSlice changes: connects are refused, open connections reset.
+    a.kill();
+    load_moves(&tally, 1_000).await;
+    stop_load(stop, tasks).await;
+    eprintln!("pod a killed under load: {}", tally.summary());
+    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "{}", tally.summary());
+    router.shutdown().await;
+}
+
+/// A pod that reads each request head and closes the connection without answering (as a pod killed while the
+/// request was on its way does), counting the requests it read.
+async fn closing_pod() -> (SocketAddr, Arc<AtomicU64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let read = Arc::new(AtomicU64::new(0));
+    let counter = read.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut stream = BufReader::new(stream);
+                let mut line = String::new();
+                while stream.read_line(&mut line).await.is_ok_and(|n| n > 0) && line != "\r\n" {
+                    line.clear();
+                }
+                counter.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    (addr, read)
+}
+
+/// One request on a new connection; its status code.
+async fn status_of(router: SocketAddr, method: &str) -> u16 {
+    let mut stream = TcpStream::connect(router).await.expect("connect to the router");
+    let request = format!("{method} /once HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer).await;
+    answer.get(9..12).and_then(|code| code.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_a_pod_closes_unanswered_goes_to_another_pod_when_idempotent() {
+    let b = TestBackend::start("b").await;
+    let (closer, closer_read) = closing_pod().await;
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &service("ns", "web", &[closer, b.addr]));
+    dir.write("steady.yaml", &steady_route(0));
+    let router = start_router(dir.path()).await;
+
+    let mut gets = Vec::new();
+    for _ in 0..20 {
+        gets.push(status_of(router.http_addr, "GET").await);
+    }
+    assert!(closer_read.load(Ordering::Relaxed) > 0, "the closing pod was picked");
+    assert!(gets.iter().all(|&status| status == 200), "every GET answered by the other pod: {gets:?}");
+
+    // A POST may have done something at the pod before it went away: never sent twice, a 502 instead.
+    let before = closer_read.load(Ordering::Relaxed);
+    let mut posts = Vec::new();
+    for _ in 0..20 {
+        posts.push(status_of(router.http_addr, "POST").await);
+    }
+    let closed = closer_read.load(Ordering::Relaxed) - before;
+    assert!(closed > 0, "the closing pod was picked for a POST");
+    assert_eq!(posts.iter().filter(|&&status| status == 502).count() as u64, closed, "{posts:?}");
+    assert!(posts.iter().all(|&status| status == 200 || status == 502), "{posts:?}");
     router.shutdown().await;
 }

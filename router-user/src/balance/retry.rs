@@ -1,8 +1,9 @@
 //! Trying a backend's endpoints until one serves, for HTTP requests and passthrough connections alike: at
 //! most `MAX_ATTEMPTS` different endpoints (HAProxy's `retries 3` with `option redispatch`). Every failed
 //! attempt is logged and counted in `router_upstream_errors`, unless the client caused it; a failed connect
-//! marks the endpoint down for a while and, when the caller allows it, the next endpoint is tried; any other
-//! failure ends the attempts.
+//! marks the endpoint down for a while and, when the caller allows it, the next endpoint is tried, as after an
+//! HTTP request without a body that the endpoint closed or reset unanswered (HAProxy's `retry-on conn-failure
+//! empty-response`, for idempotent methods only); any other failure ends the attempts.
 //! The endpoint that serves is marked up.
 
 use std::fmt::Display;
@@ -36,6 +37,11 @@ pub trait AttemptError: Display {
     fn kind(&self) -> &'static str;
     /// The endpoint could not be reached: nothing was exchanged, so another endpoint may be tried.
     fn is_connect(&self) -> bool;
+    /// Another endpoint may be tried: the endpoint could not be reached, or (HTTP) it closed or reset the
+    /// connection before answering an idempotent request without a body.
+    fn may_try_another(&self) -> bool {
+        self.is_connect()
+    }
     /// The attempt failed because of the client (its request body broke): neither counted nor logged as the
     /// endpoint's failure, and no other endpoint is tried.
     fn blames_client(&self) -> bool {
@@ -102,10 +108,12 @@ impl Attempts<'_> {
                     self.metrics.upstream_errors.get_or_create(&labels).inc();
                     self.count_haproxy_error(&picked, error.is_connect());
                     warn!(backend = %self.backend, endpoint = %picked.addr(), kind, %error, "endpoint attempt failed");
-                    if !error.is_connect() {
+                    if !error.may_try_another() {
                         return Err(GaveUp::Failed(error));
                     }
-                    picked.health().mark_down();
+                    if error.is_connect() {
+                        picked.health().mark_down();
+                    }
                     if !self.retry_connect {
                         return Err(GaveUp::Failed(error));
                     }

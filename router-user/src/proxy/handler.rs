@@ -341,7 +341,9 @@ impl HttpProxy {
                 response
             }
             Err(GaveUp::Failed(UpstreamError::Timeout(_))) => gateway_error(StatusCode::GATEWAY_TIMEOUT),
-            Err(GaveUp::Failed(UpstreamError::Exchange(_))) => gateway_error(StatusCode::BAD_GATEWAY),
+            Err(GaveUp::Failed(UpstreamError::Exchange(_) | UpstreamError::Unanswered(_))) => {
+                gateway_error(StatusCode::BAD_GATEWAY)
+            }
             Err(GaveUp::Failed(UpstreamError::ClientBody(_))) => bad_request(),
             Err(GaveUp::Failed(UpstreamError::Connect(_)) | GaveUp::Exhausted) => self.unavailable(),
         }

@@ -31,6 +31,10 @@ pub enum UpstreamError {
     Timeout(Duration),
     #[error("exchange failed: {0}")]
     Exchange(#[source] BoxError),
+    /// The pod closed or reset the connection before answering an idempotent request without a body
+    /// (`PodError::Unanswered`): another endpoint may be tried.
+    #[error("no answer: {0}")]
+    Unanswered(#[source] BoxError),
     /// The client's request body failed first (malformed chunked framing, client gone): the exchange was
     /// abandoned because of the client, and says nothing about the pod.
     #[error("the client's request body failed: {0}")]
@@ -42,13 +46,17 @@ impl AttemptError for UpstreamError {
         match self {
             UpstreamError::Connect(_) => "connect",
             UpstreamError::Timeout(_) => "timeout",
-            UpstreamError::Exchange(_) => "response",
+            UpstreamError::Exchange(_) | UpstreamError::Unanswered(_) => "response",
             UpstreamError::ClientBody(_) => "client",
         }
     }
 
     fn is_connect(&self) -> bool {
         matches!(self, UpstreamError::Connect(_))
+    }
+
+    fn may_try_another(&self) -> bool {
+        matches!(self, UpstreamError::Connect(_) | UpstreamError::Unanswered(_))
     }
 
     fn blames_client(&self) -> bool {
@@ -102,6 +110,7 @@ impl Upstream {
             return match tokio::time::timeout(server_timeout, sent).await {
                 Err(_) => Err(UpstreamError::Timeout(server_timeout)),
                 Ok(Err(error @ PodError::Connect { .. })) => Err(UpstreamError::Connect(error.into())),
+                Ok(Err(error @ PodError::Unanswered(_))) => Err(UpstreamError::Unanswered(error.into())),
                 Ok(Err(error)) => Err(UpstreamError::Exchange(error.into())),
                 Ok(Ok(response)) => Ok(response.map(Either::Right)),
             };

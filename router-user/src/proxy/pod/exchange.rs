@@ -37,6 +37,9 @@ pub struct ExchangeFailure {
     /// Nothing came back and nothing of the client's was consumed: the request may go again on a new
     /// connection (a kept-alive connection the pod had just closed).
     pub retry_safe: bool,
+    /// Nothing came back and the request had no body: the pod closed or reset the connection before answering
+    /// (a pod killed mid-request). An idempotent request may then go to another endpoint.
+    pub unanswered: bool,
 }
 
 pub struct Exchanged {
@@ -73,7 +76,9 @@ pub async fn exchange(
     match result {
         Ok(head) => Ok(Exchanged { head, request_complete }),
         Err(error) => {
-            Err(ExchangeFailure { retry_safe: retry_safe && !matches!(error, ExchangeError::Head(_)), error })
+            let head_error = matches!(error, ExchangeError::Head(_));
+            let unanswered = !progress.got_bytes && retry_safe_body && !head_error;
+            Err(ExchangeFailure { retry_safe: retry_safe && !head_error, unanswered, error })
         }
     }
 }

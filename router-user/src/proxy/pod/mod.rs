@@ -33,6 +33,10 @@ pub enum PodError {
     Connect { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Exchange(#[from] ExchangeError),
+    /// The pod closed or reset the connection before any byte of an answer to an idempotent request without a
+    /// body: nothing reached the pod's application that another endpoint could not do again.
+    #[error("no answer: {0}")]
+    Unanswered(#[source] ExchangeError),
 }
 
 /// The pod side of a `101 Switching Protocols`: its connection and any bytes it sent after the head, for
@@ -59,7 +63,8 @@ impl PodClient {
     /// Sends the request (`parts` as rewritten for the pod; only its path and query are used from the URI)
     /// to `addr` and returns the response once its head is in. A request without a body that fails on a
     /// kept-alive connection before any response byte goes once more on a new connection: the pod may have
-    /// closed the idle connection as the request left.
+    /// closed the idle connection as the request left. Failing so on a new connection, an idempotent one is
+    /// [`PodError::Unanswered`], which the caller may try on another endpoint.
     pub async fn send(
         &self,
         addr: SocketAddr,
@@ -83,6 +88,9 @@ impl PodClient {
                     return Ok(response(conn, done.head, pool));
                 }
                 Err(failure) if failure.retry_safe => continue,
+                Err(failure) if failure.unanswered && parts.method.is_idempotent() => {
+                    return Err(PodError::Unanswered(failure.error))
+                }
                 Err(failure) => return Err(failure.error.into()),
             }
         }

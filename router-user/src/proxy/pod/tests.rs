@@ -153,3 +153,15 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(client.pool.idle_count(), 0, "closed by the reaper");
 }
+
+#[tokio::test]
+async fn a_new_connection_closed_unanswered_is_unanswered_for_idempotent_methods_only() {
+    // Each request goes on a new connection the pod reads and closes without answering (a pod killed mid-request).
+    let addr = scripted_pod(vec![vec![None], vec![None]]).await;
+    let client = client();
+    let error = client.send(addr, &get("/"), None).await.expect_err("no answer");
+    assert!(matches!(error, PodError::Unanswered(_)), "GET: {error:?}");
+    let post = Request::post("/").header("host", "app.example.com").body(()).expect("request").into_parts().0;
+    let error = client.send(addr, &post, None).await.expect_err("no answer");
+    assert!(matches!(error, PodError::Exchange(_)), "POST is not idempotent: {error:?}");
+}
