@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use router_tests::backend::TestBackend;
 use router_tests::manifests::{route, service, ManifestDir, RouteSpec};
+use router::server::RunningRouter;
 use router_tests::{next_generation, start_router};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -186,13 +187,19 @@ fn steady_route(change: usize) -> String {
     RouteSpec { annotations: &annotations, ..RouteSpec::new("ns", "steady", HOST, "web") }.yaml()
 }
 
+/// A router serving the steady route with `pods` behind its service; the manifest directory stays changeable.
+async fn serving(pods: &[SocketAddr]) -> (ManifestDir, RunningRouter) {
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &service("ns", "web", pods));
+    dir.write("steady.yaml", &steady_route(0));
+    let router = start_router(dir.path()).await;
+    (dir, router)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_route_changes_under_load_fail_no_request() {
     let (a, b) = (TestBackend::start("a").await, TestBackend::start("b").await);
-    let dir = ManifestDir::new();
-    dir.write("web.yaml", &service("ns", "web", &[a.addr, b.addr]));
-    dir.write("steady.yaml", &steady_route(0));
-    let router = start_router(dir.path()).await;
+    let (dir, router) = serving(&[a.addr, b.addr]).await;
     let tally = Arc::new(Tally::default());
     let (stop, tasks) = start_load(router.http_addr, &tally);
     load_moves(&tally, 100).await;
@@ -231,10 +238,7 @@ async fn a_thousand_route_changes_under_load_fail_no_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_taken_out_of_the_endpoints_under_load_fails_no_request_and_gets_no_new_ones() {
     let (a, b) = (TestBackend::start("a").await, TestBackend::start("b").await);
-    let dir = ManifestDir::new();
-    dir.write("web.yaml", &service("ns", "web", &[a.addr, b.addr]));
-    dir.write("steady.yaml", &steady_route(0));
-    let router = start_router(dir.path()).await;
+    let (dir, router) = serving(&[a.addr, b.addr]).await;
     let tally = Arc::new(Tally::default());
     let (stop, tasks) = start_load(router.http_addr, &tally);
     load_moves(&tally, 200).await;
@@ -284,10 +288,7 @@ impl Drop for PodProcess {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_killed_under_load_fails_no_request() {
     let (mut a, b) = (PodProcess::start("a"), PodProcess::start("b"));
-    let dir = ManifestDir::new();
-    dir.write("web.yaml", &service("ns", "web", &[a.1, b.1]));
-    dir.write("steady.yaml", &steady_route(0));
-    let router = start_router(dir.path()).await;
+    let (_dir, router) = serving(&[a.1, b.1]).await;
     router_tests::eventually("both pods listening", Duration::from_secs(10), || async {
         let up = TcpStream::connect(a.1).await.is_ok() && TcpStream::connect(b.1).await.is_ok();
         up.then_some(())
@@ -343,10 +344,7 @@ async fn status_of(router: SocketAddr, method: &str) -> u16 {
 async fn a_request_a_pod_closes_unanswered_goes_to_another_pod_when_idempotent() {
     let b = TestBackend::start("b").await;
     let (closer, closer_read) = closing_pod().await;
-    let dir = ManifestDir::new();
-    dir.write("web.yaml", &service("ns", "web", &[closer, b.addr]));
-    dir.write("steady.yaml", &steady_route(0));
-    let router = start_router(dir.path()).await;
+    let (_dir, router) = serving(&[closer, b.addr]).await;
 
     let mut gets = Vec::new();
     for _ in 0..20 {
