@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use router::server::RunningRouter;
 use router_tests::backend::TestBackend;
 use router_tests::manifests::{route, service, ManifestDir, RouteSpec};
-use router::server::RunningRouter;
 use router_tests::{next_generation, start_router};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;

@@ -175,8 +175,8 @@ async fn offer_to_xdp(
 }
 
 /// A steered connection's part in its route's counts while the datapath carries it, as the relay's
-/// connection has while it relays: its pod in flight (least-connections, `/debug/topology`) and the route's
-/// concurrent-tcp ticket. The steering setup drops it when the flow ends.
+/// connection has while it relays: its pod in flight (least-connections, `haproxy_server_current_sessions`)
+/// and the route's concurrent-tcp ticket. The steering setup drops it when the flow ends.
 struct SteeredShare {
     backend: Arc<Backend>,
     index: usize,
