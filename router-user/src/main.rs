@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use router::config::Settings;
+use router::server::SteerFront;
 use router::xdp::{SyncOptions, XdpFront, XdpOptions};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing_subscriber::EnvFilter;
@@ -42,6 +43,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
                 mode: settings.xdp_mode,
                 pin_dir: settings.bpf_pin_dir.clone(),
                 conntrack_size: settings.xdp_conntrack_size,
+                steer: settings.steer.xdp_steer_passthrough,
                 pod_interfaces: settings.xdp_pod_interfaces.clone(),
             };
             Some(XdpFront::attach(&options).with_context(|| format!("attaching the XDP front to {iface}"))?)
@@ -63,14 +65,16 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             maps
         }
         (true, None) => {
-            tracing::warn!("--xdp-steer-passthrough needs --xdp-iface; passthrough stays on the userspace relay");
+            tracing::info!("no XDP front (--xdp-iface): passthrough stays on the userspace relay");
             None
         }
         (false, _) => None,
     };
-    let router = router::server::start_with_steering(settings, steer_maps).await?;
-    // The XDP front follows the router's own Service: nodePorts, local endpoints, node addresses.
     let xdp = xdp.map(Arc::new);
+    // Steering attaches `steer_ingress` to the pod-facing interfaces through the front as it finds them.
+    let steer_front = steer_maps.zip(xdp.clone()).map(|(maps, front)| SteerFront { maps, pod_interfaces: front });
+    let router = router::server::start_with_steering(settings, steer_front).await?;
+    // The XDP front follows the router's own Service: nodePorts, local endpoints, node addresses.
     let sync = match (&xdp, &router.local_service) {
         (Some(front), Some(service)) => {
             Some(tokio::spawn(router::xdp::sync::run(front.clone(), service.clone(), sync_options)))

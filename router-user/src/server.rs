@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
 use crate::proxy::{serve_http, HttpProxy, Upstream};
 use crate::publish::Publisher;
-use crate::relay::steer::{SteerConfig, Steering};
+use crate::relay::steer::{PodInterfaces, SteerConfig, Steering};
 use crate::relay::PassthroughRelay;
 use crate::router_service::{follow, node_name_or_hostname};
 use crate::source::kube::{KubeError, KubeOptions, SkippedObjects};
@@ -75,10 +75,17 @@ pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
     start_with_steering(settings, None).await
 }
 
-/// [`start`], with the XDP front's steering maps for `--xdp-steer-passthrough`.
+/// What passthrough steering takes from the XDP front: its steering maps, and the front itself to attach
+/// `steer_ingress` to the pod-facing interfaces the FIB names.
+pub struct SteerFront {
+    pub maps: SteerMaps,
+    pub pod_interfaces: Arc<dyn PodInterfaces>,
+}
+
+/// [`start`], with the XDP front's steering side for ROUTER_XDP_STEER_PASSTHROUGH.
 pub async fn start_with_steering(
     settings: Settings,
-    steer_maps: Option<SteerMaps>,
+    steer_front: Option<SteerFront>,
 ) -> Result<RunningRouter, StartError> {
     let source = settings.source_choice()?;
     choose_provider(settings.tls.tls_provider)?;
@@ -229,7 +236,7 @@ pub async fn start_with_steering(
         client_cert_headers: tls.client_cert_headers,
         passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap)
             .with_fin_timeouts(fin_timeouts)
-            .with_steering(start_steering(steer_maps, &settings, https_addr, &metrics)),
+            .with_steering(start_steering(steer_front, &settings, https_addr, &metrics)),
     };
     let drain = settings.hard_stop_after;
     let https = Arc::new(https);
@@ -284,7 +291,7 @@ impl RunningRouter {
 /// The passthrough steering setup, when asked for and the XDP front handed over its maps; a failure to
 /// start leaves passthrough on the userspace relay (logged).
 fn start_steering(
-    maps: Option<SteerMaps>,
+    front: Option<SteerFront>,
     settings: &Settings,
     https_addr: SocketAddr,
     metrics: &Arc<Metrics>,
@@ -292,18 +299,13 @@ fn start_steering(
     if !settings.steer.xdp_steer_passthrough {
         return None;
     }
-    // The answers of this node's pods to leg B meet `steer_ingress` only on the pod-facing interfaces:
-    // without them a steered connection would wait for an answer that never comes before falling back.
-    if maps.is_some() && settings.xdp_pod_interfaces.iter().all(|name| name.trim().is_empty()) {
-        tracing::info!("passthrough steering needs --xdp-pod-interfaces; passthrough stays on the userspace relay");
-        return None;
-    }
+    let SteerFront { maps, pod_interfaces } = front?;
     let config = SteerConfig {
         ports: settings.steer.xdp_steer_ports.clone(),
         https_port: https_addr.port(),
         proxy_protocol: settings.tls.use_proxy_protocol,
     };
-    match Steering::start(maps?, &config, metrics.clone(), settings.routing.tunnel_timeout) {
+    match Steering::start(maps, pod_interfaces, &config, metrics.clone(), settings.routing.tunnel_timeout) {
         Ok(steering) => Some(steering),
         Err(error) => {
             tracing::warn!(%error, "passthrough steering not started; passthrough stays on the userspace relay");

@@ -88,13 +88,10 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let pin_dir = PinDir::new(PREFIX, 10);
     let router_bin = router_binary();
     let mut first = topo.start_router_logged("skb", &pin_dir.0, "first");
-    let pins = link_pins(&pin_dir.0);
-    let mut expected =
-        ["link_xdp_veth-n", "link_tcx_veth-n", "link_tci_veth-n", "link_tci_veth-pa", "link_tci_veth-pb"];
-    let mut pinned_now = pins.clone();
-    expected.sort_unstable();
+    let mut pinned_now = link_pins(&pin_dir.0);
     pinned_now.sort_unstable();
-    assert_eq!(pinned_now, expected, "XDP on the NIC only, steer_ingress on the NIC and both pod-facing interfaces");
+    let mut expected = vec!["link_tci_veth-n", "link_tcx_veth-n", "link_xdp_veth-n"];
+    assert_eq!(pinned_now, expected, "XDP on the NIC only, steer_ingress on the NIC; no pod-facing interface yet");
 
     // The download, paced, in the background.
     let body = topo.work.path().join("download.out");
@@ -118,6 +115,14 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     eventually("the download under way", Duration::from_secs(30), || file_len(&body) >= KILL_AFTER);
     let text = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_connections_total"), 1, "the download is steered: {text}");
+    // The download's pod is reached by one of the pod-facing veths: steer_ingress went there first.
+    let mut pinned_now = link_pins(&pin_dir.0);
+    pinned_now.sort_unstable();
+    let pod_link = pinned_now.iter().find(|pin| pin.starts_with("link_tci_veth-p")).cloned();
+    let pod_link = pod_link.unwrap_or_else(|| panic!("steer_ingress on the download pod's interface: {pinned_now:?}"));
+    expected.push(pod_link.as_str());
+    expected.sort_unstable();
+    assert_eq!(pinned_now, expected, "one pod-facing interface found from the FIB");
     let before_kill = dump_counters(&pin_dir.0.join("XDP_STATS"));
 
     // SIGKILL: nothing runs on exit, the pinned links keep the datapath.
@@ -140,6 +145,8 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let log = without_ansi(&second.log());
     assert!(log.contains("adopted=true"), "the front was adopted:\n{log}");
     assert!(log.contains("adopted the steered flows"), "the steering setup took the flow over:\n{log}");
+    // The pod-facing link the first router found is adopted, not removed: the download's pod side runs there.
+    assert!(link_pins(&pin_dir.0).contains(&pod_link), "{pod_link} adopted: {:?}", link_pins(&pin_dir.0));
     let text = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_flows"), 1, "the adopted flow is watched: {text}");
     let adopted = status(&topo, &router_bin, &pin_dir.0);

@@ -123,8 +123,9 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_MODE", value_enum, default_value_t = XdpMode::Auto)]
     pub xdp_mode: XdpMode,
 
-    /// Pod-facing interfaces (comma separated) where the XDP front runs too, in the same mode with the same maps:
-    /// the pods' packets of steered passthrough flows arrive there. --xdp-iface itself is skipped.
+    /// Pod-facing interfaces (comma separated) to attach `steer_ingress` to at start. Not needed: steering asks
+    /// the kernel's FIB which interface reaches each pod and attaches there before the pod's first steered flow;
+    /// naming them only moves that attach to start-up. --xdp-iface itself is skipped.
     #[arg(long, env = "ROUTER_XDP_POD_INTERFACES", value_delimiter = ',')]
     pub xdp_pod_interfaces: Vec<String>,
 

@@ -7,7 +7,7 @@ use std::ops::RangeInclusive;
 #[derive(clap::Args, Clone, Debug)]
 pub struct SteerArgs {
     /// Hand passthrough connections to the XDP datapath: on by default wherever the XDP front is attached
-    /// with pod-facing interfaces (--xdp-iface and --xdp-pod-interfaces); `false` turns it off. The flow
+    /// (--xdp-iface; the pod-facing interfaces are found from the FIB); `false` turns it off. The flow
     /// then runs between client and pod in the kernel; any condition not met leaves it on the userspace
     /// relay, counted by reason in router_xdp_steer_fallbacks_total.
     #[arg(long, env = "ROUTER_XDP_STEER_PASSTHROUGH", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

@@ -117,7 +117,7 @@ fn load_and_attach(
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let mut links = vec![attach_xdp(program, iface, if_index, opts.mode, &mut pins)?];
-    for (kind, name, index) in tc_links(iface, if_index, pod_ifaces) {
+    for (kind, name, index) in tc_links(iface, if_index, opts.steer, pod_ifaces) {
         links.push(attach_tc(&mut ebpf, kind, name, index, &mut pins)?);
     }
 
@@ -190,7 +190,10 @@ fn adopt_and_attach(
             }
         }
     }
-    for (kind, name, index) in tc_links(iface, if_index, pod_ifaces) {
+    let discovered = if opts.steer { discovered_pod_ifaces(&pins, iface, pod_ifaces) } else { Vec::new() };
+    let mut pod_ifaces = pod_ifaces.to_vec();
+    pod_ifaces.extend(discovered.iter().map(|(name, index)| (name.as_str(), *index)));
+    for (kind, name, index) in tc_links(iface, if_index, opts.steer, &pod_ifaces) {
         links.push(adopt_or_attach_tc(&mut ebpf, kind, name, index, &mut pins)?);
     }
     // Links of the previous front on interfaces this router does not use: removed (detached).
@@ -233,16 +236,47 @@ fn finish(
 }
 
 /// The TC links of a front on `iface` with `pod_ifaces`: `nat_reverse` on the interface's egress, and,
-/// when there are pod-facing interfaces (steering), `steer_ingress` on the ingress of the interface
-/// and of each of them.
-fn tc_links<'a>(iface: &'a str, if_index: u32, pod_ifaces: &[(&'a str, u32)]) -> Vec<(LinkKind, &'a str, u32)> {
+/// with steering, `steer_ingress` on the ingress of the interface and of each pod-facing one named at
+/// start (more are attached as the FIB names them, [`attach_pod_facing`]).
+fn tc_links<'a>(
+    iface: &'a str,
+    if_index: u32,
+    steer: bool,
+    pod_ifaces: &[(&'a str, u32)],
+) -> Vec<(LinkKind, &'a str, u32)> {
     let mut out = vec![(LinkKind::TcxEgress, iface, if_index)];
-    if !pod_ifaces.is_empty() {
+    if steer {
         for (name, index) in std::iter::once((iface, if_index)).chain(pod_ifaces.iter().copied()) {
             out.push((LinkKind::TcxIngress, name, index));
         }
     }
     out
+}
+
+/// Attaches `steer_ingress` to the ingress of the pod-facing interface `iface` while the front runs,
+/// and pins the link as at start. A pin left by an interface of the same name that went away is
+/// replaced.
+pub(crate) fn attach_pod_facing(
+    ebpf: &mut Ebpf,
+    iface: &str,
+    if_index: u32,
+    pins: &mut PinDir,
+) -> Result<FrontLink, XdpError> {
+    let _ = links::remove_pin(&pins.pin_path(&links::pin_name(LinkKind::TcxIngress, iface)));
+    attach_tc(ebpf, LinkKind::TcxIngress, iface, if_index, pins)
+}
+
+/// The pod-facing interfaces a previous front attached `steer_ingress` to on its own (found from the
+/// FIB) that still exist: their links are adopted, so that the flows steered through them go on.
+fn discovered_pod_ifaces(pins: &PinDir, iface: &str, named: &[(&str, u32)]) -> Vec<(String, u32)> {
+    let prefix = links::pin_name(LinkKind::TcxIngress, "");
+    adopt::link_pins(pins.path())
+        .into_iter()
+        .filter_map(|pin| pin.strip_prefix(&prefix).map(str::to_owned))
+        .filter(|name| name != iface && !named.iter().any(|(n, _)| n == name))
+        // A name whose dots became underscores in the pin is not found: that link is removed.
+        .filter_map(|name| self::if_index(&name).ok().map(|index| (name, index)))
+        .collect()
 }
 
 /// The mode name of a tcx attachment.
@@ -486,6 +520,18 @@ fn wait_detached(if_index: u32, prog_id: u32) {
         }
         std::thread::sleep(DETACH_POLL);
     }
+}
+
+/// The name of interface `if_index`, or `None` when there is none (it went away).
+pub(crate) fn if_name(if_index: u32) -> Option<String> {
+    let mut buf = [0u8; libc::IF_NAMESIZE];
+    // SAFETY: `buf` is writable for IF_NAMESIZE bytes, the size if_indextoname(3) writes at most.
+    let name = unsafe { libc::if_indextoname(if_index, buf.as_mut_ptr().cast()) };
+    if name.is_null() {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..len]).into_owned())
 }
 
 fn if_index(iface: &str) -> Result<u32, XdpError> {

@@ -61,6 +61,8 @@ mod netlink;
 mod object;
 #[cfg(test)]
 mod packet_tests;
+mod pod_facing;
+mod route_get;
 pub mod status;
 mod steer_fallback;
 mod steer_fallbacks;
@@ -83,6 +85,7 @@ pub use counters::XdpCounters;
 pub use desired::Desired;
 pub use error::XdpError;
 pub use maps::MapFill;
+pub use route_get::{route_to, RouteTo};
 pub use steer_fallback::Fallback as SteerFallback;
 pub use steer_fallbacks::{STEER_FALLBACKS, STEER_FALLBACK_SLOTS};
 pub use steer_flows::SteeredFlowRow;
@@ -119,9 +122,12 @@ pub struct XdpOptions {
     /// `max_entries` of `CONNTRACK` and of `CONNTRACK_REV` (LRU: the least recently used flows are
     /// evicted when full).
     pub conntrack_size: u32,
-    /// Pod-facing interfaces (`--xdp-pod-interfaces`): `steer_ingress` is attached to each (tcx
-    /// ingress, the same maps), so that the pods' packets of steered flows and their answers to leg B
-    /// meet it. `iface` itself and repeats are skipped.
+    /// Passthrough steering: `steer_ingress` goes on the tcx ingress of `iface`, of each of
+    /// `pod_interfaces`, and of every pod-facing interface the FIB names later
+    /// ([`XdpFront::watch_pod_interface`]); a restart adopts the links of those that still exist.
+    pub steer: bool,
+    /// Pod-facing interfaces to attach `steer_ingress` to at start (`--xdp-pod-interfaces`), before any
+    /// flow is steered through them. `iface` itself and repeats are skipped.
     pub pod_interfaces: Vec<String>,
 }
 
@@ -135,16 +141,25 @@ pub struct XdpFront {
     if_index: u32,
     prog_id: u32,
     mode: &'static str,
-    /// `xdp_front` on the interface, then on the pod-facing ones, then `nat_reverse` on tc egress.
-    links: Vec<links::FrontLink>,
     /// Whether a previous router's pinned links and maps were adopted.
     adopted: bool,
     stats: counters::StatsMap,
     nat: Mutex<maps::NatMaps>,
     /// Until the passthrough setup takes them ([`XdpFront::take_steer_maps`]).
     steer: Option<SteerMaps>,
+    pin_dir: PathBuf,
+    /// The links, the pins and the programs: behind a lock because pod-facing interfaces are attached
+    /// while the router runs ([`pod_facing`]).
+    hooks: Mutex<Hooks>,
+}
+
+/// Field order is drop order: the links are detached first (in `Drop`), then `pins` unpins, and the `Ebpf`
+/// (the programs) goes last.
+struct Hooks {
+    /// `xdp_front` on the interface, `nat_reverse` on its tc egress, then `steer_ingress` on the tc
+    /// ingress of the interface and of each pod-facing one.
+    links: Vec<links::FrontLink>,
     pins: bpffs::PinDir,
-    /// Owns the loaded programs; dropped last.
     ebpf: Ebpf,
 }
 
@@ -182,13 +197,12 @@ impl XdpFront {
             if_index,
             prog_id,
             mode,
-            links,
             adopted,
             stats,
             nat: Mutex::new(nat),
             steer: Some(steer),
-            pins,
-            ebpf,
+            pin_dir: pins.path().to_path_buf(),
+            hooks: Mutex::new(Hooks { links, pins, ebpf }),
         })
     }
 
@@ -205,12 +219,13 @@ impl XdpFront {
         self.if_index
     }
 
-    /// The pod-facing interfaces `steer_ingress` is attached to, with the hook each runs on.
-    pub fn pod_interfaces(&self) -> Vec<(&str, &'static str)> {
-        self.links
+    /// The pod-facing interfaces `steer_ingress` is attached to.
+    pub fn pod_interfaces(&self) -> Vec<String> {
+        self.hooks()
+            .links
             .iter()
-            .filter(|link| link.kind == links::LinkKind::TcxIngress && link.iface != self.iface)
-            .map(|link| (link.iface.as_str(), link.mode))
+            .filter(|link| link.kind == links::LinkKind::TcxIngress && link.if_index != self.if_index)
+            .map(|link| link.iface.clone())
             .collect()
     }
 
@@ -228,7 +243,7 @@ impl XdpFront {
     /// read through their pins, so this works after [`XdpFront::take_steer_maps`]).
     pub fn fill(&self) -> Result<Vec<MapFill>, XdpError> {
         let mut fill = self.nat_maps().fill()?;
-        fill.extend(SteerMaps::open_pinned(self.pins.path())?.fill()?);
+        fill.extend(SteerMaps::open_pinned(&self.pin_dir)?.fill()?);
         Ok(fill)
     }
 
@@ -256,13 +271,18 @@ impl XdpFront {
         // A panic while holding the lock leaves the maps as consistent as the kernel has them.
         self.nat.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    fn hooks(&self) -> std::sync::MutexGuard<'_, Hooks> {
+        self.hooks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl Drop for XdpFront {
     fn drop(&mut self) {
-        for link in std::mem::take(&mut self.links) {
+        let hooks = self.hooks.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for link in std::mem::take(&mut hooks.links) {
             let (iface, kind) = (link.iface.clone(), link.kind);
-            if let Err(err) = loader::detach(&mut self.ebpf, link, self.prog_id) {
+            if let Err(err) = loader::detach(&mut hooks.ebpf, link, self.prog_id) {
                 tracing::warn!(%iface, ?kind, %err, "detaching the XDP front");
             }
         }
@@ -276,7 +296,7 @@ impl std::fmt::Debug for XdpFront {
             .field("iface", &self.iface)
             .field("mode", &self.mode)
             .field("prog_id", &self.prog_id)
-            .field("pin_dir", &self.pins.path())
+            .field("pin_dir", &self.pin_dir)
             .finish_non_exhaustive()
     }
 }
@@ -330,6 +350,7 @@ mod tests {
             mode: XdpMode::Skb,
             pin_dir: PathBuf::from("/sys/fs/bpf/x"),
             conntrack_size: 16,
+            steer: true,
             pod_interfaces: settings.xdp_pod_interfaces,
         };
         assert_eq!(loader::pod_interfaces(&opts), ["cni0", "veth1"]);

@@ -1,6 +1,7 @@
 //! Which XDP programs an interface already has, asked from the kernel over rtnetlink
 //! (`RTM_GETLINK`, attribute `IFLA_XDP`). This sees programs attached by any means: a `bpf_link`,
-//! `ip link set xdp`, libbpf or another router.
+//! `ip link set xdp`, libbpf or another router. The socket and attribute reading serve
+//! [`super::route_get`] too.
 
 #![allow(unsafe_code)]
 
@@ -18,9 +19,9 @@ const IFLA_XDP_HW_PROG_ID: u16 = 7;
 /// `NLA_TYPE_MASK`: strips the nested/byte-order flags from an attribute type.
 const NLA_TYPE_MASK: u16 = !(1 << 15 | 1 << 14);
 
-const NLMSG_HDR_LEN: usize = 16;
+pub(super) const NLMSG_HDR_LEN: usize = 16;
 const IFINFOMSG_LEN: usize = 16;
-const RTA_HDR_LEN: usize = 4;
+pub(super) const RTA_HDR_LEN: usize = 4;
 
 /// One XDP program attached to an interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +136,7 @@ fn parse_getlink_reply(mut buf: &[u8]) -> io::Result<Vec<XdpAttachment>> {
 }
 
 /// Iterates `(type, value)` over a run of netlink attributes; stops at the first malformed one.
-fn attributes(mut buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+pub(super) fn attributes(mut buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     std::iter::from_fn(move || {
         let len = usize::from(read_u16(buf, 0)?);
         let kind = read_u16(buf, 2)? & NLA_TYPE_MASK;
@@ -145,27 +146,27 @@ fn attributes(mut buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     })
 }
 
-const fn align4(len: usize) -> usize {
+pub(super) const fn align4(len: usize) -> usize {
     (len + 3) & !3
 }
 
-fn read_u16(buf: &[u8], at: usize) -> Option<u16> {
+pub(super) fn read_u16(buf: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(buf.get(at..at + 2)?.try_into().ok()?))
 }
 
-fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
+pub(super) fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(buf.get(at..at + 4)?.try_into().ok()?))
 }
 
-fn read_i32(buf: &[u8], at: usize) -> Option<i32> {
+pub(super) fn read_i32(buf: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_ne_bytes(buf.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// A `NETLINK_ROUTE` socket talking to the kernel.
-struct RouteSocket(OwnedFd);
+pub(super) struct RouteSocket(OwnedFd);
 
 impl RouteSocket {
-    fn open() -> io::Result<RouteSocket> {
+    pub(super) fn open() -> io::Result<RouteSocket> {
         // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
         let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
         if fd < 0 {
@@ -175,7 +176,7 @@ impl RouteSocket {
         Ok(RouteSocket(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    fn send(&self, msg: &[u8]) -> io::Result<()> {
+    pub(super) fn send(&self, msg: &[u8]) -> io::Result<()> {
         // SAFETY: `sockaddr_nl` is plain data, valid when zeroed; family set below, pid 0 = kernel.
         let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -197,7 +198,7 @@ impl RouteSocket {
         }
     }
 
-    fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is valid writable memory of `buf.len()` bytes, and the fd is open.
         let len = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
         if len < 0 {

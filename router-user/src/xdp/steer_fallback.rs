@@ -33,12 +33,14 @@ pub enum Fallback {
     /// The pod never acknowledged the whole ClientHello after some of its packets reached the client:
     /// the flow is lost (R closed with a RST).
     ReplayUnacked,
+    /// `steer_ingress` could not be attached to the interface the pod is reached by.
+    PodInterface,
 }
 
 impl Fallback {
     /// Every reason, in the order of their slots in the pinned `STEER_FALLBACKS` array (append only:
     /// a slot keeps its meaning across router versions that adopt each other's pins).
-    pub const ALL: [Fallback; 14] = [
+    pub const ALL: [Fallback; 15] = [
         Fallback::NoSyn,
         Fallback::ProxyProtocol,
         Fallback::Ipv6,
@@ -53,6 +55,7 @@ impl Fallback {
         Fallback::BadAnswer,
         Fallback::NotAcked,
         Fallback::ReplayUnacked,
+        Fallback::PodInterface,
     ];
 
     /// The reason's slot in `STEER_FALLBACKS`.
@@ -76,6 +79,7 @@ impl Fallback {
             Fallback::BadAnswer => "bad_answer",
             Fallback::NotAcked => "not_acked",
             Fallback::ReplayUnacked => "replay_unacked",
+            Fallback::PodInterface => "pod_interface",
         }
     }
 
@@ -96,5 +100,6 @@ mod tests {
         assert_eq!(slots.len(), Fallback::ALL.len());
         assert!(Fallback::ALL.len() as u32 <= super::super::STEER_FALLBACK_SLOTS);
         assert_eq!(Fallback::ReplayUnacked.slot(), 13);
+        assert_eq!(Fallback::PodInterface.slot(), 14);
     }
 }

@@ -1,13 +1,14 @@
 //! The network-namespace topology of the passthrough steering tests (`xdp_steer*.rs`, root only): a client, a
-//! node running the router with `xdp_front` on its client-facing and pod-facing interfaces, and two
-//! pods serving TLS with their own certificates.
+//! node running the router with `xdp_front` on its client-facing interface (and `steer_ingress` on the
+//! pod-facing ones, found from the FIB as flows are steered to their pods), and two pods serving TLS with
+//! their own certificates.
 //!
 //! ```text
 //! client ns  veth-c  10.211.0.1/24
 //!    |
 //! node ns    veth-n  10.211.0.2/24   <- router :443/:80/:1936, xdp_front (--xdp-iface, skb or driver mode)
-//!            veth-pa 10.211.1.1/24   <- xdp_front too (--xdp-pod-interfaces)
-//!            veth-pb 10.211.2.1/24   <- xdp_front too
+//!            veth-pa 10.211.1.1/24   <- steer_ingress once a flow is steered to pod-a
+//!            veth-pb 10.211.2.1/24   <- steer_ingress once a flow is steered to pod-b
 //!    |                   |
 //! pod-a ns   veth-a 10.211.1.2/24    openssl s_server -WWW :8443 (certificate issued by pod-a-ca), test-backend :8080
 //! pod-b ns   veth-b 10.211.2.2/24    openssl s_server -WWW :8443 (certificate issued by pod-b-ca)
@@ -39,7 +40,8 @@ pub const NODE4: &str = "10.211.0.2";
 pub const POD_A: &str = "10.211.1.2";
 pub const POD_B: &str = "10.211.2.2";
 pub const NODE_IF: &str = "veth-n";
-pub const POD_IFS: &str = "veth-pa,veth-pb";
+/// The node's ends of the pods' veths (pod-a's, pod-b's).
+pub const POD_SIDE_IFS: [&str; 2] = ["veth-pa", "veth-pb"];
 pub const STEER_HOST: &str = "steer.example.com";
 pub const EDGE_HOST: &str = "edge.example.com";
 /// The file the download tests fetch from both pods, and its size.
@@ -244,11 +246,9 @@ impl Topology {
             "1936",
             "--xdp-iface",
             NODE_IF,
-            "--xdp-pod-interfaces",
-            POD_IFS,
             "--xdp-mode",
             mode,
-            // Steering is on by default with pod-facing interfaces: no switch.
+            // Steering is on by default, and the pod-facing interfaces are found from the FIB: no switch.
             "--bpf-pin-dir",
             &pin_dir.display().to_string(),
         ]

@@ -159,7 +159,7 @@ mod tests {
         fn send(&self, _dst: Ipv4Addr, _packet: &[u8]) -> std::io::Result<()> {
             Err(std::io::Error::other("adoption sends nothing"))
         }
-        fn source_towards(&self, _pod: Ipv4Addr) -> std::io::Result<Ipv4Addr> {
+        fn route_towards(&self, _pod: Ipv4Addr) -> std::io::Result<crate::xdp::RouteTo> {
             Err(std::io::Error::other("adoption sends nothing"))
         }
     }
@@ -181,6 +181,7 @@ mod tests {
         let steering = Steering::new(
             datapath.clone(),
             Arc::new(NoSender),
+            Arc::new(crate::relay::steer::NamedAtStart),
             &config,
             Arc::new(crate::metrics::Metrics::default()),
             crate::relay::steer::SetupTiming::default(),

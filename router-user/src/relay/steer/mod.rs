@@ -17,6 +17,7 @@ mod aya_maps;
 pub mod datapath;
 mod entries;
 mod leg;
+mod pod_interfaces;
 mod ports;
 mod reserved_ports;
 mod segment;
@@ -46,7 +47,8 @@ pub use crate::xdp::SteerFallback as Fallback;
 pub use setup::SetupTiming;
 
 use crate::metrics::{Metrics, SteerFallbackLabels};
-use crate::xdp::SteerMaps;
+use crate::xdp::{RouteTo, SteerMaps};
+pub use pod_interfaces::{NamedAtStart, PodInterfaces};
 use ports::PortPool;
 use waiters::AnswerWaiters;
 
@@ -57,8 +59,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 pub trait SegmentSender: Send + Sync {
     /// Sends one whole IPv4 packet towards `dst`.
     fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()>;
-    /// The node address the kernel's routing would use towards `pod` (Q's address).
-    fn source_towards(&self, pod: Ipv4Addr) -> io::Result<Ipv4Addr>;
+    /// How the kernel's routing reaches `pod`: the node address leg B leaves from (Q's address) and the
+    /// interface the pod's answers come back in by.
+    fn route_towards(&self, pod: Ipv4Addr) -> io::Result<RouteTo>;
 }
 
 impl SegmentSender for sys::RawSocket {
@@ -66,14 +69,8 @@ impl SegmentSender for sys::RawSocket {
         sys::RawSocket::send(self, dst, packet)
     }
 
-    fn source_towards(&self, pod: Ipv4Addr) -> io::Result<Ipv4Addr> {
-        // connect(2) on a UDP socket only picks the route and the source; nothing is sent.
-        let probe = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-        probe.connect((pod, 9))?;
-        match probe.local_addr()?.ip() {
-            std::net::IpAddr::V4(ip) => Ok(ip),
-            std::net::IpAddr::V6(_) => Err(io::Error::new(io::ErrorKind::Unsupported, "IPv6 source")),
-        }
+    fn route_towards(&self, pod: Ipv4Addr) -> io::Result<RouteTo> {
+        crate::xdp::route_to(pod)
     }
 }
 
@@ -126,6 +123,7 @@ pub enum SteerOutcome {
 pub struct Steering {
     datapath: Arc<dyn SteerDatapath>,
     sender: Arc<dyn SegmentSender>,
+    pod_interfaces: Arc<dyn PodInterfaces>,
     waiters: Arc<AnswerWaiters>,
     ports: Mutex<PortPool>,
     flows: Mutex<HashMap<FlowKey, Watched>>,
@@ -154,6 +152,7 @@ impl Steering {
     pub fn new(
         datapath: Arc<dyn SteerDatapath>,
         sender: Arc<dyn SegmentSender>,
+        pod_interfaces: Arc<dyn PodInterfaces>,
         config: &SteerConfig,
         metrics: Arc<Metrics>,
         timing: SetupTiming,
@@ -161,6 +160,7 @@ impl Steering {
         Steering {
             datapath,
             sender,
+            pod_interfaces,
             waiters: Arc::new(AnswerWaiters::default()),
             ports: Mutex::new(PortPool::new(config.ports.clone())),
             flows: Mutex::new(HashMap::new()),
@@ -176,6 +176,7 @@ impl Steering {
     /// timeout), and spawns the `STEER_EVENTS` reader and the sweep (on the current runtime).
     pub fn start(
         maps: SteerMaps,
+        pod_interfaces: Arc<dyn PodInterfaces>,
         config: &SteerConfig,
         metrics: Arc<Metrics>,
         adopted_idle_limit: Duration,
@@ -195,8 +196,14 @@ impl Steering {
         datapath
             .add_port(SteerPortKey { port: config.https_port, family: FAMILY_IPV4, _pad: 0 })
             .map_err(SteerStartError::Ports)?;
-        let steering =
-            Arc::new(Steering::new(Arc::new(datapath), Arc::new(sender), config, metrics, SetupTiming::default()));
+        let steering = Arc::new(Steering::new(
+            Arc::new(datapath),
+            Arc::new(sender),
+            pod_interfaces,
+            config,
+            metrics,
+            SetupTiming::default(),
+        ));
         // Before anything takes a port: the adopted flows hold theirs.
         steering.adopt(adopted_idle_limit);
         tokio::spawn(waiters::read_events(events, steering.waiters.clone()));

@@ -121,15 +121,21 @@ impl Steering {
         let syn = self.datapath.syn(&syn_key).map_err(map_fallback)?.ok_or(Fallback::NoSyn)?;
         let _ = self.datapath.remove_syn(&syn_key);
         let port = self.take_port().ok_or(Fallback::NoPort)?;
-        let q_ip = match self.sender.source_towards(*pod.ip()) {
-            Ok(ip) => ip,
+        let route = match self.sender.route_towards(*pod.ip()) {
+            Ok(route) => route,
             Err(error) => {
                 tracing::debug!(%error, %pod, "no route to the pod for leg B");
                 self.free_port(port);
                 return Err(Fallback::RawSocket);
             }
         };
-        let q = SocketAddrV4::new(q_ip, port);
+        // Before leg B's SYN: the pod's SYN-ACK must meet `steer_ingress` where it comes in.
+        if let Err(error) = self.pod_interfaces.watch(route.if_index) {
+            tracing::warn!(%error, %pod, if_index = route.if_index, "steer_ingress cannot run where the pod answers");
+            self.free_port(port);
+            return Err(Fallback::PodInterface);
+        }
+        let q = SocketAddrV4::new(route.source, port);
         let mut undo = Undo { pod_key: entries::key(pod, q), client_key: None, port, repair: false, reset: None };
         match self.open_leg_b(leg, request, &syn, client, q, pod, &mut undo).await {
             Ok(()) => {

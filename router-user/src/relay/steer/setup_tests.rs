@@ -19,13 +19,16 @@ use super::datapath::fake::FakeDatapath;
 use super::entries::{self, RouterSide};
 use super::setup::{RouterLeg, SteerRequest};
 use super::waiters::AnswerWaiters;
-use super::{Fallback, SegmentSender, SetupTiming, SteerConfig, Steering};
+use super::{Fallback, PodInterfaces, SegmentSender, SetupTiming, SteerConfig, Steering};
 use crate::metrics::Metrics;
+use crate::xdp::{RouteTo, XdpError};
 
 const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
 const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 443);
 const POD: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 2), 8443);
 const NODE_TOWARDS_POD: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+/// The interface the fake FIB reaches the pod by.
+const POD_IF_INDEX: u32 = 7;
 const IC: u32 = 0xffff_ff00;
 const IP: u32 = 0x1234_5678;
 const IR: u32 = 0x0abc_def0;
@@ -117,8 +120,8 @@ impl SegmentSender for ScriptedPod {
         Ok(())
     }
 
-    fn source_towards(&self, _pod: Ipv4Addr) -> io::Result<Ipv4Addr> {
-        Ok(NODE_TOWARDS_POD)
+    fn route_towards(&self, _pod: Ipv4Addr) -> io::Result<RouteTo> {
+        Ok(RouteTo { source: NODE_TOWARDS_POD, if_index: POD_IF_INDEX })
     }
 }
 
@@ -202,17 +205,49 @@ impl RouterLeg for FakeLeg {
     }
 }
 
+/// The pod-facing interfaces: records each interface asked for with how many segments had left by then,
+/// and refuses to attach when told to.
+struct Interfaces {
+    pod: Arc<ScriptedPod>,
+    refuse: bool,
+    watched: Mutex<Vec<(u32, usize)>>,
+}
+
+impl PodInterfaces for Interfaces {
+    fn watch(&self, if_index: u32) -> Result<(), XdpError> {
+        let sent = self.pod.sent.lock().expect("sent").len();
+        self.watched.lock().expect("watched").push((if_index, sent));
+        if self.refuse {
+            return Err(XdpError::UnknownInterface { iface: format!("#{if_index}") });
+        }
+        Ok(())
+    }
+
+    fn prune(&self) {}
+}
+
 struct Harness {
     steering: Steering,
     maps: Arc<FakeDatapath>,
     pod: Arc<ScriptedPod>,
+    interfaces: Arc<Interfaces>,
 }
 
 fn harness(behaviour: Pod, flow_capacity: usize, ports: std::ops::RangeInclusive<u16>) -> Harness {
+    harness_with(behaviour, flow_capacity, ports, false)
+}
+
+fn harness_with(
+    behaviour: Pod,
+    flow_capacity: usize,
+    ports: std::ops::RangeInclusive<u16>,
+    refuse_interface: bool,
+) -> Harness {
     let maps = Arc::new(FakeDatapath::with_capacity(flow_capacity));
     maps.lock().syns.insert(entries::key(CLIENT, LOCAL), syn());
     let pod =
         Arc::new(ScriptedPod { behaviour, maps: maps.clone(), waiters: OnceLock::new(), sent: Mutex::new(vec![]) });
+    let interfaces = Arc::new(Interfaces { pod: pod.clone(), refuse: refuse_interface, watched: Mutex::new(vec![]) });
     let config = SteerConfig { ports, https_port: 443, proxy_protocol: false };
     let timing = SetupTiming {
         syn_wait: Duration::from_millis(30),
@@ -220,9 +255,10 @@ fn harness(behaviour: Pod, flow_capacity: usize, ports: std::ops::RangeInclusive
         replay_wait: Duration::from_millis(20),
         replay_tries: 2,
     };
-    let steering = Steering::new(maps.clone(), pod.clone(), &config, Arc::new(Metrics::default()), timing);
+    let steering =
+        Steering::new(maps.clone(), pod.clone(), interfaces.clone(), &config, Arc::new(Metrics::default()), timing);
     let _ = pod.waiters.set(steering.waiters.clone());
-    Harness { steering, maps, pod }
+    Harness { steering, maps, pod, interfaces }
 }
 
 fn request(hello: &[u8]) -> SteerRequest<'_> {
@@ -277,6 +313,26 @@ async fn an_accepting_pod_gets_the_hello_and_both_entries_are_steered() {
     let replayed: Vec<u8> = data.iter().flat_map(|s| s.payload.clone()).collect();
     assert_eq!(replayed, hello, "the held bytes, in order");
     assert_eq!(h.steering.flows.lock().expect("flows").len(), 1, "watched by the sweep");
+}
+
+#[tokio::test]
+async fn steer_ingress_is_asked_for_on_the_pods_interface_before_leg_b_opens() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let leg = FakeLeg::new(10);
+    h.steering.offload(&leg, &request(&[1; 10])).await.expect("steered");
+    assert_eq!(*h.interfaces.watched.lock().expect("watched"), [(POD_IF_INDEX, 0)], "once, before any segment");
+}
+
+#[tokio::test]
+async fn an_interface_steer_ingress_cannot_reach_falls_back_before_anything_is_sent() {
+    let h = harness_with(Pod::Accepts, 16, 61_000..=61_009, true);
+    let leg = FakeLeg::new(10);
+    assert_eq!(h.steering.offload(&leg, &request(&[1; 10])).await, Err(Fallback::PodInterface));
+    assert!(h.pod.sent.lock().expect("sent").is_empty(), "no SYN sent");
+    assert!(h.maps.lock().flows.is_empty());
+    assert_eq!(h.steering.ports.lock().expect("ports").in_use(), 0, "port freed");
+    assert!(!leg.repair.get());
+    assert_eq!(Fallback::PodInterface.label(), "pod_interface");
 }
 
 #[tokio::test]

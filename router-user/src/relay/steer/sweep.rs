@@ -118,6 +118,7 @@ pub async fn run(steering: Weak<Steering>, every: Duration) {
         ticks.tick().await;
         let Some(steering) = steering.upgrade() else { return };
         steering.sweep(monotonic_ns());
+        steering.pod_interfaces.prune();
     }
 }
 

@@ -88,7 +88,8 @@ pub fn passthrough_section(result: &PassthroughResult, plan: &XdpPlan) -> String
          topology per contender and repetition (order rotated); the pod is nginx (one worker, CPU0) with TLS on \
          10.211.1.2:8443 and the pods' certificate; the router on CPU1 in the node namespace serves the passthrough \
          route `pass.bench.example.com` on 10.211.0.2:443. **XDP steering**: `--xdp-steer-passthrough`, \
-         `xdp_front` in {} mode on the client-facing veth and (`--xdp-pod-interfaces`) the pod-facing one; after \
+         `xdp_front` in {} mode on the client-facing veth and `steer_ingress` on the pod-facing one (found from the \
+         FIB at the first steered connection); after \
          the ClientHello the flow runs client <-> pod in XDP and no router socket carries it. **splice(2) relay**: \
          the default router. **sockmap relay**: `ROUTER_PASSTHROUGH_SOCKMAP=true`. **direct**: the client to the \
          pod's :8443, routed by the node namespace (the same two veth hops, no router). wrk over TLS (TLS 1.3, \

@@ -1,6 +1,7 @@
 //! The router of one passthrough contender in the node namespace of a fresh `topology`: the splice(2) relay (the
 //! default), the sockmap relay (`ROUTER_PASSTHROUGH_SOCKMAP=true`), or XDP steering (`--xdp-steer-passthrough`,
-//! `xdp_front` on the client-facing and the pod-facing veth); its passthrough route, and the counters of its
+//! `xdp_front` on the client-facing veth, `steer_ingress` on the pod-facing one once the FIB names it); its
+//! passthrough route, and the counters of its
 //! `/metrics` that say whether the flows were steered.
 
 use std::path::Path;
@@ -12,8 +13,7 @@ use super::super::process::{log_tail, wait_until, Proc};
 use super::super::proxies::{PROXY_CPU, SOCKMAP_LOADED};
 use super::super::results::xdp::Relay;
 use super::topology::{
-    PinDir, Topology, NODE, NODE_IFACE, PASS_HOST, POD, POD_FACING_IFACE, POD_TLS_PORT, ROUTER_HTTPS_PORT,
-    ROUTER_START_LIMIT,
+    PinDir, Topology, NODE, NODE_IFACE, PASS_HOST, POD, POD_TLS_PORT, ROUTER_HTTPS_PORT, ROUTER_START_LIMIT,
 };
 
 /// The router's stats port in the node namespace (/metrics).
@@ -131,8 +131,6 @@ impl PassRouter {
             let steer = [
                 "--xdp-iface",
                 NODE_IFACE,
-                "--xdp-pod-interfaces",
-                POD_FACING_IFACE,
                 "--xdp-mode",
                 xdp_mode,
                 "--xdp-steer-passthrough",

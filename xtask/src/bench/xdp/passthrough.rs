@@ -1,6 +1,6 @@
 //! Passthrough in the network-namespace topology, four contenders per repetition (order rotated), each in a fresh
-//! topology: XDP steering (`--xdp-steer-passthrough`: `xdp_front` on the node's client-facing and pod-facing veths
-//! carries the flow between client and pod), the router's splice(2) relay (the default), its sockmap relay
+//! topology: XDP steering (`--xdp-steer-passthrough`: `xdp_front` on the node's client-facing veth and
+//! `steer_ingress` on its pod-facing one carry the flow between client and pod), the router's splice(2) relay (the default), its sockmap relay
 //! (`ROUTER_PASSTHROUGH_SOCKMAP=true`), and a direct connection from the client to the pod's TLS port, routed by
 //! the node namespace (the same two veth hops). Per contender three wrk runs over TLS from the client namespace
 //! (`PassLoad`): the 64 MiB download, new connections (`Connection: close`), and one open connection's small

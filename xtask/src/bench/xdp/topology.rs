@@ -41,8 +41,8 @@ pub const POD_TLS_PORT: u16 = 8443;
 pub const ROUTER_HTTPS_PORT: u16 = 443;
 /// The passthrough route's host (the pods' certificate is for `*.bench.example.com`).
 pub const PASS_HOST: &str = "pass.bench.example.com";
-/// The node's interface towards the pod: the steering's pod-facing interface.
-pub const POD_FACING_IFACE: &str = "xb-p";
+/// The node's interface towards the pod: the steering's pod-facing interface (found by the router from the FIB).
+const POD_FACING_IFACE: &str = "xb-p";
 /// The router's own Service: its nodePort, health-check nodePort, and the router's port on the node address.
 pub const NODE_PORT: u16 = 30080;
 const HEALTH_CHECK_NODE_PORT: u16 = 32000;
@@ -145,7 +145,7 @@ impl Topology {
             VethEnd { ns: &node, name: NODE_IFACE, cidr: &node_cidr },
         )?;
         veth_pair(
-            VethEnd { ns: &node, name: "xb-p", cidr: &node_pod_cidr },
+            VethEnd { ns: &node, name: POD_FACING_IFACE, cidr: &node_pod_cidr },
             VethEnd { ns: &pod, name: "xb-q", cidr: &pod_cidr },
         )?;
         // Only the client's end sends complete checksums, as a real NIC's wire does; the node's and the pod's
