@@ -24,6 +24,7 @@ pub mod admission;
 pub mod balance;
 pub mod config;
 pub mod duration;
+pub mod handover;
 pub mod health_check;
 pub mod https;
 pub mod listen;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use router::config::Settings;
-use router::server::SteerFront;
+use router::handover::Inherited;
+use router::server::{start_from, StartFrom, SteerFront};
 use router::xdp::{SyncOptions, XdpFront, XdpOptions};
 use tokio::signal::unix::{signal, SignalKind};
 use tracing_subscriber::EnvFilter;
@@ -36,6 +37,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
+    // An upgrade: the running router's listeners (and XDP front) are taken over, not bound anew.
+    let handover_socket = settings.handover_socket.clone();
+    let mut inherited = match &handover_socket {
+        Some(path) => router::handover::take(path)?,
+        None => None,
+    };
+    if let Some(inherited) = &inherited {
+        tracing::info!(from_pid = inherited.from_pid(), "taking over from the running router");
+    }
     let mut xdp = match &settings.xdp_iface {
         Some(iface) => {
             let options = XdpOptions {
@@ -45,6 +55,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
                 conntrack_size: settings.xdp_conntrack_size,
                 steer: settings.steer.xdp_steer_passthrough,
                 pod_interfaces: settings.xdp_pod_interfaces.clone(),
+                handed_over_by: inherited.as_ref().map(Inherited::from_pid),
             };
             Some(XdpFront::attach(&options).with_context(|| format!("attaching the XDP front to {iface}"))?)
         }
@@ -73,7 +84,21 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let xdp = xdp.map(Arc::new);
     // Steering attaches `steer_ingress` to the pod-facing interfaces through the front as it finds them.
     let steer_front = steer_maps.zip(xdp.clone()).map(|(maps, front)| SteerFront { maps, pod_interfaces: front });
-    let router = router::server::start_with_steering(settings, steer_front).await?;
+    let mut router = start_from(settings, StartFrom { steer_front, inherited: inherited.as_mut() }).await?;
+    if let Some(inherited) = inherited {
+        // Serving on every listener now: the old router may stop accepting and drain.
+        match tokio::task::spawn_blocking(move || inherited.confirm()).await? {
+            Ok(()) => tracing::info!("the previous router released its listeners and is draining"),
+            Err(error) => tracing::warn!(%error, "the previous router did not confirm the hand-over"),
+        }
+    }
+    let handed_over = match &handover_socket {
+        Some(path) => Some(
+            router::handover::offer(path, router.take_offered_listeners())
+                .with_context(|| format!("offering the listeners at {}", path.display()))?,
+        ),
+        None => None,
+    };
     // The XDP front follows the router's own Service: nodePorts, local endpoints, node addresses.
     let sync = match (&xdp, &router.local_service) {
         (Some(front), Some(service)) => {
@@ -82,16 +107,32 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         _ => None,
     };
     let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
+    let taken = async {
+        match handed_over {
+            Some(taken) => taken.await.is_ok(),
+            None => std::future::pending().await,
+        }
+    };
+    let upgraded = tokio::select! {
+        _ = terminate.recv() => { tracing::info!("SIGTERM received"); false }
+        _ = tokio::signal::ctrl_c() => { tracing::info!("interrupt received"); false }
+        upgraded = taken => upgraded,
+    };
+    if upgraded {
+        // The next router adopted the XDP front too: its links and maps stay.
+        if let Some(front) = &xdp {
+            front.leave_in_place();
+        }
+        router.drain_after_handover().await;
+    } else {
+        router.shutdown().await;
     }
-    router.shutdown().await;
     if let Some(sync) = sync {
         sync.abort();
         let _ = sync.await;
     }
-    // Detaches the programs and removes their pins (the sync task held the only other reference).
+    // Detaches the programs and removes their pins (the sync task held the only other reference), unless
+    // handed over.
     drop(xdp);
     Ok(())
 }

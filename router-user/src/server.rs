@@ -2,6 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsFd as _;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -13,6 +14,7 @@ use tracing::info;
 use crate::access_log::AccessLog;
 use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
 use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
+use crate::handover::{self, Inherited, Offered, Role};
 use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, ConnectionLimit, IpMode};
 use crate::metrics::Metrics;
@@ -66,13 +68,17 @@ pub struct RunningRouter {
     http_task: JoinHandle<()>,
     https_task: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
+    proxy: Arc<HttpProxy>,
+    steering: Option<Arc<Steering>>,
+    /// Duplicates of the listening sockets, for a hand-over to the next router (ROUTER_HANDOVER_SOCKET).
+    offered: Vec<Offered>,
 }
 
 /// Binds the listeners and starts every task. Readiness follows once the first table is published. With
 /// ROUTER_BIND_PORTS_AFTER_SYNC the HTTP and HTTPS ports are bound (and this returns) only after that, the
 /// admin port answering (not ready) meanwhile.
 pub async fn start(settings: Settings) -> Result<RunningRouter, StartError> {
-    start_with_steering(settings, None).await
+    start_from(settings, StartFrom::default()).await
 }
 
 /// What passthrough steering takes from the XDP front: its steering maps, and the front itself to attach
@@ -82,11 +88,19 @@ pub struct SteerFront {
     pub pod_interfaces: Arc<dyn PodInterfaces>,
 }
 
-/// [`start`], with the XDP front's steering side for ROUTER_XDP_STEER_PASSTHROUGH.
-pub async fn start_with_steering(
-    settings: Settings,
-    steer_front: Option<SteerFront>,
-) -> Result<RunningRouter, StartError> {
+/// What the router starts with beside its settings.
+#[derive(Default)]
+pub struct StartFrom<'a> {
+    /// The XDP front's steering side, for ROUTER_XDP_STEER_PASSTHROUGH.
+    pub steer_front: Option<SteerFront>,
+    /// Listeners handed over by the router running before this one (ROUTER_HANDOVER_SOCKET): the admin port
+    /// is served on them at once, :80 and :443 once the first table is live.
+    pub inherited: Option<&'a mut Inherited>,
+}
+
+/// [`start`], with the XDP front's steering side and the listeners of a hand-over.
+pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<RunningRouter, StartError> {
+    let StartFrom { steer_front, mut inherited } = from;
     let source = settings.source_choice()?;
     choose_provider(settings.tls.tls_provider)?;
     let tls = TlsSetup::from_args(&settings.tls)?;
@@ -114,15 +128,18 @@ pub async fn start_with_steering(
     let backlog = u32::try_from(max_connections).unwrap_or(u32::MAX).max(ADMIN_BACKLOG);
     let mode = settings.listeners.ip_v4_v6_mode;
     let after_sync = settings.listeners.bind_ports_after_sync;
-    let admin_listeners = bind("admin", settings.stats_addr(), mode, ADMIN_BACKLOG)?;
+    let admin_listeners = listen(Role::Admin, settings.stats_addr(), mode, ADMIN_BACKLOG, &mut inherited)?;
     let stats_addr = local_addr(&admin_listeners, settings.stats_addr());
-    let mut client_listeners = match after_sync {
+    // Inherited :80 and :443 are served only once the first table is live: the old router keeps serving them
+    // meanwhile, and no connection meets an empty table.
+    let mut client_listeners = match after_sync || inherited.is_some() {
         true => None,
         false => Some((
-            bind("http", settings.http_addr(), mode, backlog)?,
-            bind("https", settings.https_addr(), mode, backlog)?,
+            listen(Role::Http, settings.http_addr(), mode, backlog, &mut inherited)?,
+            listen(Role::Https, settings.https_addr(), mode, backlog, &mut inherited)?,
         )),
     };
+    let mut offered = offerable(Role::Admin, &admin_listeners);
     let access_log_options = settings.access_log.options()?;
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
@@ -203,8 +220,8 @@ pub async fn start_with_steering(
         None => {
             // ROUTER_BIND_PORTS_AFTER_SYNC: the first complete table is live before :80 and :443 listen.
             let _ = first_table.changed().await;
-            match bind("http", settings.http_addr(), mode, backlog)
-                .and_then(|http| Ok((http, bind("https", settings.https_addr(), mode, backlog)?)))
+            match listen(Role::Http, settings.http_addr(), mode, backlog, &mut inherited)
+                .and_then(|http| Ok((http, listen(Role::Https, settings.https_addr(), mode, backlog, &mut inherited)?)))
             {
                 Ok(bound) => bound,
                 Err(error) => {
@@ -215,6 +232,8 @@ pub async fn start_with_steering(
         }
     };
     readiness.set_ports_unbound(false);
+    offered.extend(offerable(Role::Http, &http_listeners));
+    offered.extend(offerable(Role::Https, &https_listeners));
     let http_addr = local_addr(&http_listeners, settings.http_addr());
     let https_addr = local_addr(&https_listeners, settings.https_addr());
 
@@ -225,6 +244,7 @@ pub async fn start_with_steering(
         settings.limits.timeouts.client_timeout,
         settings.tls.use_proxy_protocol,
     );
+    let steering = start_steering(steer_front, &settings, https_addr, &metrics);
     let https = HttpsContext {
         table: table.clone(),
         proxy: proxy.clone(),
@@ -236,7 +256,7 @@ pub async fn start_with_steering(
         client_cert_headers: tls.client_cert_headers,
         passthrough_relay: PassthroughRelay::start(settings.tls.passthrough_sockmap)
             .with_fin_timeouts(fin_timeouts)
-            .with_steering(start_steering(steer_front, &settings, https_addr, &metrics)),
+            .with_steering(steering.clone()),
     };
     let drain = settings.hard_stop_after;
     let https = Arc::new(https);
@@ -269,18 +289,52 @@ pub async fn start_with_steering(
         http_task,
         https_task,
         background,
+        proxy,
+        steering,
+        offered,
     })
 }
 
 impl RunningRouter {
+    /// The listening sockets (duplicates) to offer to the next router; empty after the first call.
+    pub fn take_offered_listeners(&mut self) -> Vec<Offered> {
+        std::mem::take(&mut self.offered)
+    }
+
+    /// Stop after handing the listeners over: the next router accepts on them already, so there is no
+    /// graceful delay. Accepting stops at once; requests in flight finish, HTTP/1.1 connections close with
+    /// their next response (or after a second idle), HTTP/2 ones get GOAWAY, tunnels get up to the hard-stop
+    /// period.
+    pub async fn drain_after_handover(self) {
+        self.readiness.mark_draining();
+        self.proxy.close_connections_on_next_response();
+        if let Some(steering) = &self.steering {
+            steering.hand_over();
+        }
+        info!("handed over: no longer accepting, draining the open connections");
+        self.stop_and_drain().await;
+    }
+
     /// Graceful stop: readiness fails at once, serving goes on for the graceful-shutdown delay, then the
     /// listeners close and in-flight requests get up to the hard-stop period to finish.
     pub async fn shutdown(self) {
         self.readiness.mark_draining();
         info!(delay = ?self.settings.graceful_shutdown_delay, "draining: readiness now fails");
         tokio::time::sleep(self.settings.graceful_shutdown_delay).await;
+        self.stop_and_drain().await;
+    }
+
+    /// Stops accepting, waits for the open connections and the WebSocket tunnels (each listener waits up to the
+    /// hard-stop period for its connections, the tunnels get what is left of it), then stops the rest.
+    async fn stop_and_drain(self) {
+        let deadline = tokio::time::Instant::now() + self.settings.hard_stop_after;
         let _ = self.stop.send(true);
         let _ = tokio::join!(self.http_task, self.https_task);
+        let tunnels = self.proxy.tunnels();
+        tunnels.close();
+        if tokio::time::timeout_at(deadline, tunnels.wait()).await.is_err() {
+            info!(open = tunnels.len(), "hard stop: closing the tunnels still open");
+        }
         for task in self.background {
             task.abort();
         }
@@ -336,6 +390,42 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
         router_name: settings.router_name.clone(),
         canonical_hostname: settings.router_canonical_hostname.clone(),
     }
+}
+
+/// The listeners of `role`: handed over by the previous router when it had them, else bound.
+fn listen(
+    role: Role,
+    addr: SocketAddr,
+    mode: IpMode,
+    backlog: u32,
+    inherited: &mut Option<&mut Inherited>,
+) -> Result<Vec<TcpListener>, StartError> {
+    let what = match role {
+        Role::Admin => "admin",
+        Role::Http => "http",
+        Role::Https => "https",
+    };
+    let Some(taken) = inherited.as_mut().and_then(|inherited| inherited.take_role(role, addr)) else {
+        return bind(what, addr, mode, backlog);
+    };
+    let registered: std::io::Result<Vec<TcpListener>> = taken
+        .into_iter()
+        .map(|listener| listener.set_nonblocking(true).and_then(|()| TcpListener::from_std(listener)))
+        .collect();
+    info!(listener = what, "serving on the listener handed over by the previous router");
+    registered.map_err(|source| StartError::Bind { what, addr, source })
+}
+
+/// Duplicates of `listeners`' descriptors with what they are, for the next router's hand-over.
+fn offerable(role: Role, listeners: &[TcpListener]) -> Vec<Offered> {
+    listeners
+        .iter()
+        .filter_map(|listener| {
+            let addr = listener.local_addr().ok()?;
+            let fd = listener.as_fd().try_clone_to_owned().ok()?;
+            Some(Offered { listener: handover::message::Listener { role, addr }, fd })
+        })
+        .collect()
 }
 
 /// The listen backlog of the admin listener (tokio's default for every listener).

@@ -5,6 +5,7 @@ pub mod apiserver;
 pub mod binaries;
 pub mod cli;
 pub mod client;
+pub mod load;
 pub mod manifests;
 pub mod metrics_text;
 pub mod netns;

@@ -6,177 +6,33 @@
 //! pod of the route, the whole body), bounded in count and in time.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use router::server::RunningRouter;
 use router_tests::backend::TestBackend;
+use router_tests::load::{self, Load, Shape, Tally};
 use router_tests::manifests::{route, service, ManifestDir, RouteSpec};
 use router_tests::{next_generation, start_router};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 const HOST: &str = "steady.example.com";
-/// Each load task stops after this many requests, or when told to, or at `LOAD_LIMIT`.
-const REQUESTS_PER_TASK: u64 = 200_000;
-const LOAD_LIMIT: Duration = Duration::from_secs(120);
-/// One request per client per `PACE` (2,000 requests/s in all): a steady load that leaves CPU to the router
-/// and to the tests running beside this one.
-const PACE: Duration = Duration::from_millis(2);
 
-fn pacer() -> tokio::time::Interval {
-    let mut ticks = tokio::time::interval(PACE);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticks
-}
-
-/// What the load saw.
-#[derive(Default)]
-struct Tally {
-    ok: AtomicU64,
-    failed: AtomicU64,
-    /// Requests answered by each pod, by name ("a", "b").
-    by_a: AtomicU64,
-    by_b: AtomicU64,
-    first_failure: std::sync::Mutex<Option<String>>,
-}
-
-impl Tally {
-    fn fail(&self, why: String) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-        let mut first = self.first_failure.lock().unwrap_or_else(|e| e.into_inner());
-        first.get_or_insert(why);
-    }
-
-    fn answered_by(&self, pod: &str) {
-        self.ok.fetch_add(1, Ordering::Relaxed);
-        match pod {
-            "a" => self.by_a.fetch_add(1, Ordering::Relaxed),
-            _ => self.by_b.fetch_add(1, Ordering::Relaxed),
-        };
-    }
-
-    fn summary(&self) -> String {
-        format!(
-            "ok {} failed {} (pod a {}, pod b {}); first failure: {:?}",
-            self.ok.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
-            self.by_a.load(Ordering::Relaxed),
-            self.by_b.load(Ordering::Relaxed),
-            self.first_failure.lock().unwrap_or_else(|e| e.into_inner()),
-        )
-    }
-}
-
-/// One GET on `stream`; the answering pod's name, or why the exchange failed.
-async fn exchange(stream: &mut BufReader<TcpStream>, close: bool) -> Result<String, String> {
-    let connection = if close { "close" } else { "keep-alive" };
-    let request = format!("GET /load HTTP/1.1\r\nHost: {HOST}\r\nConnection: {connection}\r\n\r\n");
-    stream.get_mut().write_all(request.as_bytes()).await.map_err(|e| format!("write: {e}"))?;
-    let mut line = String::new();
-    stream.read_line(&mut line).await.map_err(|e| format!("status line: {e}"))?;
-    if !line.starts_with("HTTP/1.1 200 ") {
-        return Err(format!("status line {line:?}"));
-    }
-    let (mut length, mut pod) = (None, None);
-    loop {
-        line.clear();
-        stream.read_line(&mut line).await.map_err(|e| format!("header: {e}"))?;
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let Some((name, value)) = header.split_once(':') else { return Err(format!("header line {header:?}")) };
-        match name.to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse::<usize>().ok(),
-            "x-backend" => pod = Some(value.trim().to_string()),
-            _ => {}
-        }
-    }
-    let length = length.ok_or("no content-length")?;
-    let mut body = vec![0u8; length];
-    stream.read_exact(&mut body).await.map_err(|e| format!("body: {e}"))?;
-    match pod {
-        Some(pod) if pod == "a" || pod == "b" => Ok(pod),
-        other => Err(format!("answered by {other:?}")),
-    }
-}
-
-/// Requests on one keep-alive connection (a new one only after a failure, which is counted) until `stop`.
-async fn keep_alive_load(router: SocketAddr, tally: Arc<Tally>, stop: Arc<AtomicBool>) {
-    let deadline = Instant::now() + LOAD_LIMIT;
-    let mut stream = None;
-    let mut pace = pacer();
-    for _ in 0..REQUESTS_PER_TASK {
-        pace.tick().await;
-        if stop.load(Ordering::Relaxed) || Instant::now() > deadline {
-            return;
-        }
-        if stream.is_none() {
-            match TcpStream::connect(router).await {
-                Ok(connected) => stream = Some(BufReader::new(connected)),
-                Err(error) => {
-                    tally.fail(format!("connect: {error}"));
-                    continue;
-                }
-            }
-        }
-        let Some(open) = stream.as_mut() else { continue };
-        match exchange(open, false).await {
-            Ok(pod) => tally.answered_by(&pod),
-            Err(why) => {
-                tally.fail(format!("keep-alive: {why}"));
-                stream = None;
-            }
-        }
-    }
-}
-
-/// A new connection for every request until `stop`.
-async fn connection_per_request_load(router: SocketAddr, tally: Arc<Tally>, stop: Arc<AtomicBool>) {
-    let deadline = Instant::now() + LOAD_LIMIT;
-    let mut pace = pacer();
-    for _ in 0..REQUESTS_PER_TASK {
-        pace.tick().await;
-        if stop.load(Ordering::Relaxed) || Instant::now() > deadline {
-            return;
-        }
-        let result = match TcpStream::connect(router).await {
-            Ok(connected) => exchange(&mut BufReader::new(connected), true).await,
-            Err(error) => Err(format!("connect: {error}")),
-        };
-        match result {
-            Ok(pod) => tally.answered_by(&pod),
-            Err(why) => tally.fail(format!("new connection: {why}")),
-        }
-    }
-}
-
-/// Three keep-alive connections and one connection-per-request client, until the returned flag is set.
-fn start_load(router: SocketAddr, tally: &Arc<Tally>) -> (Arc<AtomicBool>, Vec<tokio::task::JoinHandle<()>>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks: Vec<_> =
-        (0..3).map(|_| tokio::spawn(keep_alive_load(router, tally.clone(), stop.clone()))).collect();
-    tasks.push(tokio::spawn(connection_per_request_load(router, tally.clone(), stop.clone())));
-    (stop, tasks)
-}
-
-async fn stop_load(stop: Arc<AtomicBool>, tasks: Vec<tokio::task::JoinHandle<()>>) {
-    stop.store(true, Ordering::Relaxed);
-    for task in tasks {
-        task.await.expect("load task");
-    }
-}
-
-/// Waits until the load has answered `n` more requests than now (it is running, not stuck).
-async fn load_moves(tally: &Tally, n: u64) {
-    let from = tally.ok.load(Ordering::Relaxed) + tally.failed.load(Ordering::Relaxed);
-    router_tests::eventually("the load to move", Duration::from_secs(10), || {
-        let now = tally.ok.load(Ordering::Relaxed) + tally.failed.load(Ordering::Relaxed);
-        async move { (now >= from + n).then_some(()) }
-    })
-    .await;
+/// Three keep-alive connections and one connection-per-request client, each one request per 2 ms (2,000
+/// requests/s in all: a steady load that leaves CPU to the router and to the tests running beside this one),
+/// each stopping after 200,000 requests or 120 s.
+fn start_load(router: SocketAddr, tally: &Arc<Tally>) -> Load {
+    let shape = Shape {
+        host: HOST.into(),
+        path: "/load".into(),
+        backends: vec!["a".into(), "b".into()],
+        pace: Duration::from_millis(2),
+        requests_per_client: 200_000,
+        limit: Duration::from_secs(120),
+    };
+    Load::start(&load::tcp(router), &shape, tally, 3, 1)
 }
 
 /// The steady route with a server timeout that differs for every `change` (a change of the route under load that
@@ -201,8 +57,8 @@ async fn a_thousand_route_changes_under_load_fail_no_request() {
     let (a, b) = (TestBackend::start("a").await, TestBackend::start("b").await);
     let (dir, router) = serving(&[a.addr, b.addr]).await;
     let tally = Arc::new(Tally::default());
-    let (stop, tasks) = start_load(router.http_addr, &tally);
-    load_moves(&tally, 100).await;
+    let load = start_load(router.http_addr, &tally);
+    tally.moves(100).await;
 
     let started = Instant::now();
     let mut generation = router.table.load().generation;
@@ -227,11 +83,11 @@ async fn a_thousand_route_changes_under_load_fail_no_request() {
         applied += 1;
     }
     let took = started.elapsed();
-    load_moves(&tally, 100).await;
-    stop_load(stop, tasks).await;
+    tally.moves(100).await;
+    load.stop().await;
     eprintln!("{applied} route changes applied in {took:?} under load: {}", tally.summary());
-    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "{}", tally.summary());
-    assert!(tally.by_a.load(Ordering::Relaxed) > 0 && tally.by_b.load(Ordering::Relaxed) > 0, "{}", tally.summary());
+    assert_eq!(tally.failed(), 0, "{}", tally.summary());
+    assert!(tally.by("a") > 0 && tally.by("b") > 0, "{}", tally.summary());
     router.shutdown().await;
 }
 
@@ -240,21 +96,21 @@ async fn a_pod_taken_out_of_the_endpoints_under_load_fails_no_request_and_gets_n
     let (a, b) = (TestBackend::start("a").await, TestBackend::start("b").await);
     let (dir, router) = serving(&[a.addr, b.addr]).await;
     let tally = Arc::new(Tally::default());
-    let (stop, tasks) = start_load(router.http_addr, &tally);
-    load_moves(&tally, 200).await;
-    assert!(tally.by_b.load(Ordering::Relaxed) > 0, "both pods serve first: {}", tally.summary());
+    let load = start_load(router.http_addr, &tally);
+    tally.moves(200).await;
+    assert!(tally.by("b") > 0, "both pods serve first: {}", tally.summary());
 
     let generation = router.table.load().generation;
     dir.write("web.yaml", &service("ns", "web", &[a.addr]));
     next_generation(&router, generation).await;
     // Requests already sent to b when the table changed finish there; from here on, none start there.
-    load_moves(&tally, 50).await;
-    let b_after_change = tally.by_b.load(Ordering::Relaxed);
-    load_moves(&tally, 500).await;
-    stop_load(stop, tasks).await;
+    tally.moves(50).await;
+    let b_after_change = tally.by("b");
+    tally.moves(500).await;
+    load.stop().await;
     eprintln!("pod b removed under load: {}", tally.summary());
-    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "{}", tally.summary());
-    assert_eq!(tally.by_b.load(Ordering::Relaxed), b_after_change, "no new request reached b: {}", tally.summary());
+    assert_eq!(tally.failed(), 0, "{}", tally.summary());
+    assert_eq!(tally.by("b"), b_after_change, "no new request reached b: {}", tally.summary());
     router.shutdown().await;
 }
 
@@ -295,15 +151,15 @@ async fn a_pod_killed_under_load_fails_no_request() {
     })
     .await;
     let tally = Arc::new(Tally::default());
-    let (stop, tasks) = start_load(router.http_addr, &tally);
-    load_moves(&tally, 200).await;
+    let load = start_load(router.http_addr, &tally);
+    tally.moves(200).await;
     // Killed with its connections open (the router's pooled ones among them) and still listed in the endpoints,
     // as a pod is for the seconds before its EndpointSlice changes: connects are refused, open connections reset.
     a.kill();
-    load_moves(&tally, 1_000).await;
-    stop_load(stop, tasks).await;
+    tally.moves(1_000).await;
+    load.stop().await;
     eprintln!("pod a killed under load: {}", tally.summary());
-    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "{}", tally.summary());
+    assert_eq!(tally.failed(), 0, "{}", tally.summary());
     router.shutdown().await;
 }
 

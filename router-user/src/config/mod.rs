@@ -114,6 +114,12 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_HARD_STOP_AFTER", default_value = "30s", value_parser = parse_haproxy_duration)]
     pub hard_stop_after: Duration,
 
+    /// A unix socket path for upgrades without a gap: at start the router takes the listeners of the router
+    /// offering them there (if any), serves on them, and that router drains and exits; then it offers its
+    /// own listeners at the same path for the next one. Unset: no hand-over.
+    #[arg(long, env = "ROUTER_HANDOVER_SOCKET")]
+    pub handover_socket: Option<PathBuf>,
+
     /// Attach the XDP front to this interface.
     #[arg(long, env = "ROUTER_XDP_IFACE")]
     pub xdp_iface: Option<String>,

@@ -4,7 +4,7 @@
 //! in flight finish, their bodies included, and the connection closes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
@@ -22,8 +22,11 @@ use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
 use crate::listen::{stop_requested, ClientTimeouts};
 use crate::protection::RefusedConnection;
 
-/// While draining an HTTP/2 connection, how often to look whether its last stream has finished.
-const H2_DRAIN_POLL: Duration = Duration::from_millis(100);
+/// While draining a connection, how often to look whether it is idle.
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+/// Draining after a hand-over, how long an HTTP/1.1 connection may stay idle waiting for its next request
+/// (answered with `Connection: close`) before the router closes it.
+const HANDOVER_IDLE_CLOSE: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HttpVersion {
@@ -58,8 +61,10 @@ pub async fn serve_client<I>(
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
     let methods = case_map.as_ref().map(|_| Arc::new(RequestMethods::default()));
     let service_methods = methods.clone();
+    let drain_proxy = proxy.clone();
+    let draining = shutdown.clone();
     let serve_request = move |mut request: http::Request<hyper::body::Incoming>| {
-        let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+        let (proxy, state, clock, draining) = (proxy.clone(), state.clone(), clock.clone(), draining.clone());
         if let Some(methods) = &service_methods {
             methods.push(request.method() == http::Method::HEAD);
         }
@@ -72,10 +77,13 @@ pub async fn serve_client<I>(
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
             let timing = clock.head_timing();
             let mut in_flight = clock.request_started();
-            let response = proxy.handle(&state, request, timing).await?;
+            let mut response = proxy.handle(&state, request, timing).await?;
             // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
             if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
                 in_flight.keep_timers_off();
+            } else if version == HttpVersion::Http1 && *draining.borrow() {
+                // Draining: this is the connection's last response, and the client is told so.
+                response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
             }
             Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
         }
@@ -95,9 +103,28 @@ pub async fn serve_client<I>(
             tokio::select! {
                 result = connection.as_mut() => result,
                 _ = stop_requested(&mut shutdown) => {
-                    // Finish the request in flight, then close instead of waiting for the next one.
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
+                    if drain_proxy.closes_on_next_response() {
+                        // After a hand-over the clients' traffic goes on: a busy connection closes with its next
+                        // response, and only one idle for a while is closed by the router.
+                        let mut idle_since = None;
+                        loop {
+                            tokio::select! {
+                                result = connection.as_mut() => break result,
+                                _ = tokio::time::sleep(DRAIN_POLL) => {
+                                    if drain_clock.busy() {
+                                        idle_since = None;
+                                    } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= HANDOVER_IDLE_CLOSE {
+                                        connection.as_mut().graceful_shutdown();
+                                        break connection.await;
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        // Finish the request in flight, then close instead of waiting for the next one.
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
                 }
             }
         }
@@ -118,11 +145,17 @@ pub async fn serve_client<I>(
                     // GOAWAY: streams in flight finish, bodies included, no new ones. A client may keep an idle
                     // connection open (or never send its preface): once no stream is in flight, it is closed.
                     connection.as_mut().graceful_shutdown();
+                    // After a hand-over the client may still be sending a request it wrote before it read the
+                    // GOAWAY: the GOAWAY exchange ends the connection, and only one idle for a while is dropped.
+                    let idle_wait = if drain_proxy.closes_on_next_response() { HANDOVER_IDLE_CLOSE } else { Duration::ZERO };
+                    let mut idle_since = None;
                     loop {
                         tokio::select! {
                             result = connection.as_mut() => break result,
-                            _ = tokio::time::sleep(H2_DRAIN_POLL) => {
-                                if !drain_clock.busy() {
+                            _ = tokio::time::sleep(DRAIN_POLL) => {
+                                if drain_clock.busy() {
+                                    idle_since = None;
+                                } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= idle_wait {
                                     break Ok(());
                                 }
                             }

@@ -11,8 +11,11 @@
 //! 6. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
 //!    handed to the tunnel, counted.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
 use std::time::{Duration, Instant, SystemTime};
+use tokio_util::task::TaskTracker;
 
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
@@ -92,6 +95,12 @@ pub struct HttpProxy {
     upstream: Upstream,
     metrics: Arc<Metrics>,
     options: ProxyOptions,
+    /// Draining after a hand-over: HTTP/1.1 connections stay open until their next response, which says
+    /// `Connection: close`, instead of closing while a request may be on its way.
+    close_on_next_response: AtomicBool,
+    /// The WebSocket (upgraded) tunnels, each its own task: a draining router waits for them as for the
+    /// connections, up to the hard-stop period.
+    tunnels: TaskTracker,
 }
 
 /// A client connection's state shared by its requests: where it comes from, and the routes whose
@@ -127,7 +136,29 @@ impl ClientConnection {
 
 impl HttpProxy {
     pub fn new(table: TableHandle, upstream: Upstream, metrics: Arc<Metrics>, options: ProxyOptions) -> Self {
-        Self { table, upstream, metrics, options }
+        Self {
+            table,
+            upstream,
+            metrics,
+            options,
+            close_on_next_response: AtomicBool::new(false),
+            tunnels: TaskTracker::new(),
+        }
+    }
+
+    /// From now on, draining HTTP/1.1 connections close with their next response (see `close_on_next_response`).
+    pub fn close_connections_on_next_response(&self) {
+        self.close_on_next_response.store(true, Ordering::Release);
+    }
+
+    /// The upgraded tunnels' tasks.
+    pub fn tunnels(&self) -> &TaskTracker {
+        &self.tunnels
+    }
+
+    /// Whether draining HTTP/1.1 connections wait for their next response to close.
+    pub fn closes_on_next_response(&self) -> bool {
+        self.close_on_next_response.load(Ordering::Acquire)
     }
 
     /// Answers one request; `timing` (when its head began) is for the access log, whose line the returned
@@ -365,7 +396,7 @@ impl HttpProxy {
                     Some(upgrade) => PodSide::Direct(upgrade),
                     None => PodSide::Hyper(hyper::upgrade::on(&mut response)),
                 };
-                tokio::spawn(tunnel_upgraded(
+                self.tunnels.spawn(tunnel_upgraded(
                     client_side,
                     pod_side,
                     backend.policy.tunnel_timeout,

@@ -30,8 +30,14 @@ pub(crate) enum Previous {
     StartClean { prog_id: u32, reason: String },
 }
 
-/// Looks at the link pins of `pins` for a front on `iface` built with the layout `fingerprint`.
-pub(crate) fn previous(pins: &PinDir, iface: &str, fingerprint: u64) -> Result<Previous, XdpError> {
+/// Looks at the link pins of `pins` for a front on `iface` built with the layout `fingerprint`. The router
+/// `handing_over` (a process id), which gives its front up to this one, does not count as a live holder.
+pub(crate) fn previous(
+    pins: &PinDir,
+    iface: &str,
+    fingerprint: u64,
+    handing_over: Option<u32>,
+) -> Result<Previous, XdpError> {
     let link_pins = link_pins(pins.path());
     let main = pins.pin_path(&links::pin_name(LinkKind::Xdp, iface));
     let prog_id = match links::pinned_program(&main)? {
@@ -53,7 +59,7 @@ pub(crate) fn previous(pins: &PinDir, iface: &str, fingerprint: u64) -> Result<P
             });
         }
     };
-    if let Some(pid) = live_holder(prog_id) {
+    if let Some(pid) = live_holder(prog_id, handing_over) {
         return Err(XdpError::PinsInUse {
             iface: iface.to_owned(),
             pin_dir: pins.path().to_path_buf(),
@@ -101,14 +107,14 @@ pub(crate) fn clear(pins: &PinDir) {
 /// A process other than this one with a file descriptor on BPF program `prog_id` (the program
 /// itself or a link to it: `/proc/<pid>/fdinfo` says `prog_id:`). A SIGKILLed router holds none;
 /// its program lives on through the pinned links alone.
-fn live_holder(prog_id: u32) -> Option<u32> {
+fn live_holder(prog_id: u32, handing_over: Option<u32>) -> Option<u32> {
     let me = std::process::id();
     let wanted = format!("prog_id:\t{prog_id}");
     for entry in fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
             continue;
         };
-        if pid == me {
+        if pid == me || Some(pid) == handing_over {
             continue;
         }
         let Ok(fds) = fs::read_dir(entry.path().join("fdinfo")) else {
@@ -132,6 +138,6 @@ mod tests {
 
     #[test]
     fn no_process_holds_a_program_that_does_not_exist() {
-        assert_eq!(live_holder(u32::MAX), None);
+        assert_eq!(live_holder(u32::MAX, None), None);
     }
 }

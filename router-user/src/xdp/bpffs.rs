@@ -107,6 +107,12 @@ impl PinDir {
         self.pins.push(pin);
     }
 
+    /// Leaves every pin and directory in place when dropped (the next router owns them).
+    pub(crate) fn keep_all(&mut self) {
+        self.pins.clear();
+        self.created.clear();
+    }
+
     /// Removes the pins this router created, the pin dir itself if it is then empty (it may be
     /// left over from a router that crashed), and the parent directories this router created.
     /// Failures are logged, not returned: this runs on shutdown.

@@ -69,7 +69,7 @@ pub(crate) fn attach(opts: &XdpOptions) -> Result<Attached, XdpError> {
     bpffs::ensure_mounted()?;
     let pins = PinDir::create(&opts.pin_dir)?;
     let fingerprint = layout::fingerprint(opts.conntrack_size);
-    match adopt::previous(&pins, iface, fingerprint)? {
+    match adopt::previous(&pins, iface, fingerprint, opts.handed_over_by)? {
         Previous::Adopt => return adopt_and_attach(opts, if_index, &pod_ifaces, pins),
         Previous::StartClean { prog_id, reason } => {
             tracing::warn!(

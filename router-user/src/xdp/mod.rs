@@ -18,8 +18,10 @@
 //! the program is replaced in each link atomically; another layout, it says so and starts clean.
 //! Map pins without links (a router from before link pinning) are stale and removed on attach.
 //!
-//! Dropping the front (SIGTERM, after the graceful delay) removes the link pins, which detaches
-//! both programs, and the map pins: steered flows break then (the client's next segment reaches a
+//! A router that hands its listeners over to the next one (ROUTER_HANDOVER_SOCKET) hands its front over
+//! too: the next router adopts links and maps while this one still runs, and this one leaves them in place
+//! ([`XdpFront::leave_in_place`]). Otherwise dropping the front (SIGTERM, after the graceful delay) removes
+//! the link pins, which detaches both programs, and the map pins: steered flows break then (the client's next segment reaches a
 //! node with no socket for it and gets a RST). They are not kept on purpose: a stopped router
 //! leaves nothing behind that no process sweeps (idle entries, Q's ports) or that a later router
 //! with another layout would have to throw away; SIGKILL (and a crash) is what leaves them running.
@@ -76,7 +78,13 @@ mod steer_packet_tests;
 mod steer_tc_tests;
 pub mod sync;
 
-use std::{path::PathBuf, sync::Mutex};
+use std::{
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
+};
 
 use aya::Ebpf;
 
@@ -129,6 +137,9 @@ pub struct XdpOptions {
     /// Pod-facing interfaces to attach `steer_ingress` to at start (`--xdp-pod-interfaces`), before any
     /// flow is steered through them. `iface` itself and repeats are skipped.
     pub pod_interfaces: Vec<String>,
+    /// The process id of the router handing its front over to this one (ROUTER_HANDOVER_SOCKET): its links
+    /// and maps are adopted while it still runs (it leaves them in place, [`XdpFront::leave_in_place`]).
+    pub handed_over_by: Option<u32>,
 }
 
 /// The attached XDP front. Dropping it detaches both programs and removes the pins (and the pin
@@ -148,6 +159,8 @@ pub struct XdpFront {
     /// Until the passthrough setup takes them ([`XdpFront::take_steer_maps`]).
     steer: Option<SteerMaps>,
     pin_dir: PathBuf,
+    /// Handed over to the next router: dropping detaches nothing and removes no pin.
+    left_in_place: AtomicBool,
     /// The links, the pins and the programs: behind a lock because pod-facing interfaces are attached
     /// while the router runs ([`pod_facing`]).
     hooks: Mutex<Hooks>,
@@ -202,6 +215,7 @@ impl XdpFront {
             nat: Mutex::new(nat),
             steer: Some(steer),
             pin_dir: pins.path().to_path_buf(),
+            left_in_place: AtomicBool::new(false),
             hooks: Mutex::new(Hooks { links, pins, ebpf }),
         })
     }
@@ -227,6 +241,12 @@ impl XdpFront {
             .filter(|link| link.kind == links::LinkKind::TcxIngress && link.if_index != self.if_index)
             .map(|link| link.iface.clone())
             .collect()
+    }
+
+    /// Leaves links, maps and pins in place when this front is dropped: the next router adopted them (a
+    /// hand-over), and its steered flows and nodePort traffic run on.
+    pub fn leave_in_place(&self) {
+        self.left_in_place.store(true, Ordering::Release);
     }
 
     /// Whether this front adopted the pinned links and maps of a router that died.
@@ -280,6 +300,12 @@ impl XdpFront {
 impl Drop for XdpFront {
     fn drop(&mut self) {
         let hooks = self.hooks.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.left_in_place.load(Ordering::Acquire) {
+            // Closing a pinned link's descriptor leaves the link attached; the pins stay for the next router.
+            hooks.pins.keep_all();
+            tracing::info!(iface = %self.iface, "XDP front left in place for the next router");
+            return;
+        }
         for link in std::mem::take(&mut hooks.links) {
             let (iface, kind) = (link.iface.clone(), link.kind);
             if let Err(err) = loader::detach(&mut hooks.ebpf, link, self.prog_id) {
@@ -352,6 +378,7 @@ mod tests {
             conntrack_size: 16,
             steer: true,
             pod_interfaces: settings.xdp_pod_interfaces,
+            handed_over_by: None,
         };
         assert_eq!(loader::pod_interfaces(&opts), ["cni0", "veth1"]);
         let none = crate::config::Settings::try_parse_from(["router"]).expect("no flags");

@@ -130,6 +130,8 @@ pub struct Steering {
     metrics: Arc<Metrics>,
     timing: SetupTiming,
     proxy_protocol: bool,
+    /// The `STEER_EVENTS` reader and the sweep, stopped on a hand-over ([`Steering::hand_over`]).
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -167,6 +169,7 @@ impl Steering {
             metrics,
             timing,
             proxy_protocol: config.proxy_protocol,
+            tasks: Mutex::new(Vec::new()),
         }
     }
 
@@ -206,10 +209,19 @@ impl Steering {
         ));
         // Before anything takes a port: the adopted flows hold theirs.
         steering.adopt(adopted_idle_limit);
-        tokio::spawn(waiters::read_events(events, steering.waiters.clone()));
-        tokio::spawn(sweep::run(Arc::downgrade(&steering), SWEEP_EVERY));
+        let reader = tokio::spawn(waiters::read_events(events, steering.waiters.clone()));
+        let sweep = tokio::spawn(sweep::run(Arc::downgrade(&steering), SWEEP_EVERY));
+        lock(&steering.tasks).extend([reader, sweep]);
         info!(ports = ?config.ports, reserved_ports = %reserved, "passthrough steering on");
         Ok(steering)
+    }
+
+    /// The next router took the datapath over (it adopted the flows): stop reading `STEER_EVENTS`, whose
+    /// records are its from now on, and stop sweeping the flows it watches. A setup still waiting falls back.
+    pub fn hand_over(&self) {
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
     }
 
     /// Offers `stream` (R, whose ClientHello `hello` was read) to the datapath for the pod `pod`. A steered
