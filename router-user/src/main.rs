@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use router::config::Settings;
-use router::handover::Inherited;
+use router::handover::{Inherited, Offering};
 use router::server::{start_from, StartFrom, SteerFront};
 use router::xdp::{SyncOptions, XdpFront, XdpOptions};
 use tokio::signal::unix::{signal, SignalKind};
@@ -92,7 +92,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             Err(error) => tracing::warn!(%error, "the previous router did not confirm the hand-over"),
         }
     }
-    let handed_over = match &handover_socket {
+    let mut offering = match &handover_socket {
         Some(path) => Some(
             router::handover::offer(path, router.take_offered_listeners())
                 .with_context(|| format!("offering the listeners at {}", path.display()))?,
@@ -107,16 +107,10 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         _ => None,
     };
     let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let taken = async {
-        match handed_over {
-            Some(taken) => taken.await.is_ok(),
-            None => std::future::pending().await,
-        }
-    };
     let upgraded = tokio::select! {
         _ = terminate.recv() => { tracing::info!("SIGTERM received"); false }
         _ = tokio::signal::ctrl_c() => { tracing::info!("interrupt received"); false }
-        upgraded = taken => upgraded,
+        () = taken(offering.as_mut()) => true,
     };
     if upgraded {
         // The next router adopted the XDP front too: its links and maps stay.
@@ -124,7 +118,17 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             front.leave_in_place();
         }
         router.drain_after_handover().await;
+        // Exiting by itself would have a supervisor (the kubelet: the old pod still exists until the DaemonSet
+        // controller deletes it) start this old version again, which would take the listeners back.
+        tracing::info!("handed over and drained; exiting on SIGTERM");
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
     } else {
+        if let Some(offering) = offering {
+            offering.withdraw();
+        }
         router.shutdown().await;
     }
     if let Some(sync) = sync {
@@ -135,4 +139,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     // handed over.
     drop(xdp);
     Ok(())
+}
+
+/// Resolves once a new router took the listeners on offer; never without an offer, or when offering failed.
+async fn taken(offering: Option<&mut Offering>) {
+    let handed_over = match offering {
+        Some(offering) => (&mut offering.taken).await.is_ok(),
+        None => false,
+    };
+    if !handed_over {
+        std::future::pending::<()>().await;
+    }
 }

@@ -139,7 +139,9 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
             listen(Role::Https, settings.https_addr(), mode, backlog, &mut inherited)?,
         )),
     };
-    let mut offered = offerable(Role::Admin, &admin_listeners);
+    // Duplicates of the listening sockets, kept only to offer them to the next router.
+    let offering = settings.handover_socket.is_some();
+    let mut offered = if offering { offerable(Role::Admin, &admin_listeners) } else { Vec::new() };
     let access_log_options = settings.access_log.options()?;
 
     let table: TableHandle = Arc::new(ArcSwap::from_pointee(RouteTable::default()));
@@ -232,8 +234,10 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
         }
     };
     readiness.set_ports_unbound(false);
-    offered.extend(offerable(Role::Http, &http_listeners));
-    offered.extend(offerable(Role::Https, &https_listeners));
+    if offering {
+        offered.extend(offerable(Role::Http, &http_listeners));
+        offered.extend(offerable(Role::Https, &https_listeners));
+    }
     let http_addr = local_addr(&http_listeners, settings.http_addr());
     let https_addr = local_addr(&https_listeners, settings.https_addr());
 
@@ -326,8 +330,10 @@ impl RunningRouter {
 
     /// Stops accepting, waits for the open connections and the WebSocket tunnels (each listener waits up to the
     /// hard-stop period for its connections, the tunnels get what is left of it), then stops the rest.
-    async fn stop_and_drain(self) {
+    async fn stop_and_drain(mut self) {
         let deadline = tokio::time::Instant::now() + self.settings.hard_stop_after;
+        // The listening sockets close with the accept loops' copies.
+        self.offered.clear();
         let _ = self.stop.send(true);
         let _ = tokio::join!(self.http_task, self.https_task);
         let tunnels = self.proxy.tunnels();

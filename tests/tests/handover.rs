@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,7 +65,12 @@ impl RouterProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Waits for the process to exit on its own, at most `limit`.
+    fn sigterm(&self) {
+        let status = Command::new("kill").arg(self.child.id().to_string()).status().expect("run kill");
+        assert!(status.success(), "kill -TERM {}", self.child.id());
+    }
+
+    /// Waits for the process to exit, at most `limit`.
     fn exits_within(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
@@ -92,6 +97,23 @@ impl Drop for RouterProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A router that handed over: it drains, then stays (a supervisor would restart a process that exits) until
+/// SIGTERM, on which it exits at once. Returns its log.
+async fn retire(mut old: RouterProcess) -> String {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !old.log().contains("handed over and drained") {
+        assert!(Instant::now() < deadline, "no end of the drain within 40 s:\n{}", old.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(old.child.try_wait().expect("poll").is_none(), "it waits for SIGTERM:\n{}", old.log());
+    old.sigterm();
+    let status = tokio::task::spawn_blocking(move || (old.exits_within(Duration::from_secs(5)), old.log()));
+    let (status, log) = status.await.expect("the old router");
+    assert!(status.success(), "the old router exited with {status}:\n{log}");
+    log
 }
 
 struct Ports {
@@ -302,7 +324,7 @@ async fn two_hand_overs_under_load_fail_no_request_and_cut_no_stream() {
     let work = tempfile::tempdir().expect("work dir");
     let socket = work.path().join("handover.sock");
 
-    let mut a = RouterProcess::start(&ports, dir.path(), &socket, work.path().join("a.log"));
+    let a = RouterProcess::start(&ports, dir.path(), &socket, work.path().join("a.log"));
     router_tests::eventually("router A serving", Duration::from_secs(30), || async {
         (serves(at(ports.http)).await && socket.exists()).then_some(())
     })
@@ -330,27 +352,19 @@ async fn two_hand_overs_under_load_fail_no_request_and_cut_no_stream() {
     let b = RouterProcess::start(&ports, dir.path(), &socket, work.path().join("b.log"));
     b.logged("the previous router released its listeners").await;
     let handed_over_at = tally.ok.load(Ordering::Relaxed);
-    let a_exit = tokio::task::spawn_blocking(move || {
-        let status = a.exits_within(Duration::from_secs(40));
-        (status, a.log())
-    });
     tally.moves(300).await;
 
-    // The long streams end on A (it keeps them until they do), then A exits.
+    // The long streams end on A, which keeps them until they do; then it has drained.
     let echoed = ws.await.expect("websocket task").expect("the WebSocket across the hand-over");
     let streamed = stream.await.expect("stream task").expect("the passthrough stream across the hand-over");
-    let (status, a_log) = a_exit.await.expect("router A");
-    assert!(status.success(), "router A exited with {status}:\n{a_log}");
+    let a_log = retire(a).await;
     assert!(a_log.contains("listeners handed over to a new router"), "{a_log}");
 
     // B -> C.
-    let mut b = b;
     let c = RouterProcess::start(&ports, dir.path(), &socket, work.path().join("c.log"));
     c.logged("the previous router released its listeners").await;
-    let b_status = tokio::task::spawn_blocking(move || (b.exits_within(Duration::from_secs(40)), b.log()));
     tally.moves(300).await;
-    let (status, b_log) = b_status.await.expect("router B");
-    assert!(status.success(), "router B exited with {status}:\n{b_log}");
+    retire(b).await;
 
     plain.stop().await;
     edge.stop().await;
@@ -369,5 +383,12 @@ async fn two_hand_overs_under_load_fail_no_request_and_cut_no_stream() {
         tally.closed_by_server.load(Ordering::Relaxed) > 0,
         "draining routers ended keep-alive connections cleanly"
     );
-    drop(c);
+    // A router that stops on SIGTERM (no new one) withdraws its offer: the path goes, the ports close.
+    let mut c = c;
+    c.sigterm();
+    let status = tokio::task::spawn_blocking(move || (c.exits_within(Duration::from_secs(10)), c.log()));
+    let (status, c_log) = status.await.expect("router C");
+    assert!(status.success(), "router C exited with {status}:\n{c_log}");
+    assert!(!socket.exists(), "the hand-over socket removed");
+    assert!(TcpStream::connect(at(ports.http)).await.is_err(), "nothing listens on :80 any more");
 }

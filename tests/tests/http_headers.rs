@@ -95,5 +95,19 @@ async fn websocket_upgrade_is_tunnelled_both_ways() {
             .expect("echo");
         assert_eq!(echoed, message);
     }
-    router.shutdown().await;
+    // A stopping router keeps the tunnel (up to ROUTER_HARD_STOP_AFTER) after its listeners closed, and is done
+    // once the tunnel ends.
+    let http_addr = router.http_addr;
+    let stopping = tokio::spawn(router.shutdown());
+    router_tests::eventually("the listener closed", Duration::from_secs(5), || async move {
+        TcpStream::connect(http_addr).await.is_err().then_some(())
+    })
+    .await;
+    stream.write_all(b"during shutdown").await.expect("send through the tunnel while stopping");
+    let mut echoed = [0u8; 15];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut echoed)).await.expect("echo").expect("echo");
+    assert_eq!(&echoed, b"during shutdown");
+    assert!(!stopping.is_finished(), "the router waits for the open tunnel");
+    drop(stream);
+    tokio::time::timeout(Duration::from_secs(5), stopping).await.expect("stopped once the tunnel ended").expect("task");
 }

@@ -15,6 +15,24 @@ use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::start_router_with;
 
+/// `deploy/daemonset.yaml` as written.
+const DAEMONSET: &str = include_str!("../../deploy/daemonset.yaml");
+
+/// The DaemonSet's rolling update: (maxSurge, maxUnavailable), read from the file: the test apiserver (1.20)
+/// predates DaemonSet surge (alpha in 1.21, GA in 1.25) and refuses both the field and `maxUnavailable: 0`.
+fn rolling_update_as_written() -> (Option<String>, Option<String>) {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let ds: DaemonSet = serde_saphyr::from_str(DAEMONSET).expect("deploy/daemonset.yaml parses as a DaemonSet");
+    let rolling = ds.spec.and_then(|s| s.update_strategy).and_then(|u| u.rolling_update).expect("rolling update");
+    let text = |v: Option<IntOrString>| {
+        v.map(|v| match v {
+            IntOrString::Int(n) => n.to_string(),
+            IntOrString::String(s) => s,
+        })
+    };
+    (text(rolling.max_surge), text(rolling.max_unavailable))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_manifests_are_accepted_and_grant_the_router_just_enough() {
     let Some(plane) = ControlPlane::start().await else { return };
@@ -35,7 +53,9 @@ async fn deploy_manifests_are_accepted_and_grant_the_router_just_enough() {
     for manifest in [
         include_str!("../../deploy/rbac.yaml"),
         include_str!("../../deploy/service.yaml"),
-        include_str!("../../deploy/daemonset.yaml"),
+        // Applied in the form the 1.20 test apiserver knows (no surge, so at least one unavailable); the surge
+        // itself is checked in the file below.
+        &DAEMONSET.replace("      maxSurge: 1\n      maxUnavailable: 0\n", "      maxUnavailable: 1\n"),
     ] {
         applied.extend(apply_yaml(&client, manifest).await);
     }
@@ -52,6 +72,24 @@ async fn deploy_manifests_are_accepted_and_grant_the_router_just_enough() {
     let pod = ds.spec.expect("daemonset spec").template.spec.expect("pod spec");
     assert_eq!(pod.host_network, Some(true));
     assert_eq!(pod.service_account_name.as_deref(), Some("router"));
+    // Upgrades: the new pod starts beside the old one (nothing unavailable), which needs no host port declared
+    // (the apiserver makes a host-network pod's declared ports host ports), and takes its listeners over a
+    // socket on the node.
+    assert_eq!(
+        rolling_update_as_written(),
+        (Some("1".to_owned()), Some("0".to_owned())),
+        "maxSurge 1, maxUnavailable 0"
+    );
+    let container = &pod.containers[0];
+    assert!(container.ports.as_ref().is_none_or(Vec::is_empty), "no declared ports: {:?}", container.ports);
+    let env = container.env.as_ref().expect("env");
+    let socket = env.iter().find(|e| e.name == "ROUTER_HANDOVER_SOCKET").and_then(|e| e.value.clone());
+    let socket = socket.expect("ROUTER_HANDOVER_SOCKET set");
+    let mounts = container.volume_mounts.as_ref().expect("mounts");
+    let mount = mounts.iter().find(|m| socket.starts_with(&format!("{}/", m.mount_path))).expect("a mount holds it");
+    let volumes = pod.volumes.as_ref().expect("volumes");
+    let volume = volumes.iter().find(|v| v.name == mount.name).expect("the mounted volume");
+    assert!(volume.host_path.is_some(), "the socket's directory is on the node, shared by old and new pod");
 
     // The router's service account: can list routes, cannot read pods.
     let as_router = router::source::kube::connect(Some(&plane.kubeconfig(Identity::Router))).await.expect("client");

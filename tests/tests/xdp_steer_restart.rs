@@ -54,24 +54,6 @@ fn link_pins(pin_dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `text` without the terminal colour sequences (`ESC [ ... m`) the router's log carries.
-fn without_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for skipped in chars.by_ref() {
-                if skipped == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn file_len(path: &PathBuf) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
@@ -142,7 +124,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
 
     // A new router adopts the pins.
     let second = topo.start_router_logged("skb", &pin_dir.0, "second");
-    let log = without_ansi(&second.log());
+    let log = second.log();
     assert!(log.contains("adopted=true"), "the front was adopted:\n{log}");
     assert!(log.contains("adopted the steered flows"), "the steering setup took the flow over:\n{log}");
     // The pod-facing link the first router found is adopted, not removed: the download's pod side runs there.
@@ -197,7 +179,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let _ = third.child.wait();
     assert!(!link_pins(&pin_dir.0).is_empty(), "the killed router left its links");
     let mut fourth = topo.start_router_with("skb", &pin_dir.0, "fourth", &["--xdp-conntrack-size", "4096"], &[]);
-    let log = without_ansi(&fourth.log());
+    let log = fourth.log();
     assert!(log.contains("not adopting the pinned XDP front"), "the router says why it starts clean:\n{log}");
     assert!(log.contains("adopted=false"), "a clean start:\n{log}");
     let (code, status_code, _, verbose) = topo.curl(STEER_HOST, "/whoami", &[]);

@@ -23,7 +23,7 @@ pub mod offer;
 pub mod take;
 
 pub use message::Role;
-pub use offer::{offer, Offered};
+pub use offer::{offer, Offered, Offering};
 pub use take::{take, Inherited, TakeError};
 
 #[cfg(test)]
@@ -46,7 +46,7 @@ mod tests {
         let http = TcpListener::bind("127.0.0.1:0").expect("bind");
         let admin = TcpListener::bind("127.0.0.1:0").expect("bind");
         let (http_addr, admin_addr) = (http.local_addr().expect("addr"), admin.local_addr().expect("addr"));
-        let taken = offer(&path, vec![offered(Role::Admin, &admin), offered(Role::Http, &http)]).expect("offer");
+        let offering = offer(&path, vec![offered(Role::Admin, &admin), offered(Role::Http, &http)]).expect("offer");
 
         let mut inherited = take(&path).expect("take").expect("a router offers");
         assert_eq!(inherited.from_pid(), std::process::id());
@@ -58,7 +58,7 @@ mod tests {
         assert_eq!(got[0].local_addr().expect("addr"), admin_addr);
         assert!(inherited.take_role(Role::Https, any(0)).is_none());
         inherited.confirm().expect("released");
-        taken.await.expect("the offer reports the hand-over");
+        offering.taken.await.expect("the offer reports the hand-over");
         assert!(!path.exists(), "the path is free for the taker's own offer");
     }
 
@@ -67,13 +67,30 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("handover.sock");
         let http = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let mut taken = offer(&path, vec![offered(Role::Http, &http)]).expect("offer");
+        let mut offering = offer(&path, vec![offered(Role::Http, &http)]).expect("offer");
         drop(take(&path).expect("take").expect("offered"));
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        assert!(taken.try_recv().is_err(), "not handed over");
+        assert!(offering.taken.try_recv().is_err(), "not handed over");
         let second = take(&path).expect("take again").expect("still offered");
         second.confirm().expect("released");
-        taken.await.expect("handed over to the second taker");
+        offering.taken.await.expect("handed over to the second taker");
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_offer_closes_its_copies_of_the_listeners_and_frees_the_path() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("handover.sock");
+        let http = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = http.local_addr().expect("addr");
+        let offering = offer(&path, vec![offered(Role::Http, &http)]).expect("offer");
+        drop(http);
+        assert!(std::net::TcpStream::connect(addr).is_ok(), "the offer's copy keeps the socket listening");
+        offering.withdraw();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while path.exists() || std::net::TcpStream::connect(addr).is_ok() {
+            assert!(std::time::Instant::now() < deadline, "still offered or listening after the withdrawal");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -30,8 +32,26 @@ pub struct Offered {
     pub fd: OwnedFd,
 }
 
-/// Offers `listeners` at `path` until a new router takes them; the receiver completes then.
-pub fn offer(path: &Path, listeners: Vec<Offered>) -> io::Result<oneshot::Receiver<()>> {
+/// The listeners on offer at a path.
+pub struct Offering {
+    /// Completes when a new router took them.
+    pub taken: oneshot::Receiver<()>,
+    path: PathBuf,
+    withdrawn: Arc<AtomicBool>,
+}
+
+impl Offering {
+    /// Stops offering (this router stops by itself): the offer's duplicates of the listening sockets close, so
+    /// the sockets close with the accept loops' copies, and the path is removed.
+    pub fn withdraw(self) {
+        self.withdrawn.store(true, Ordering::Release);
+        // Wakes the thread from accept(2); it sees the flag and ends.
+        let _ = UnixStream::connect(&self.path);
+    }
+}
+
+/// Offers `listeners` at `path` until a new router takes them ([`Offering::taken`]) or the offer is withdrawn.
+pub fn offer(path: &Path, listeners: Vec<Offered>) -> io::Result<Offering> {
     // A socket file left by a router that died: nothing listens on it any more.
     if UnixStream::connect(path).is_err() {
         let _ = std::fs::remove_file(path);
@@ -42,16 +62,27 @@ pub fn offer(path: &Path, listeners: Vec<Offered>) -> io::Result<oneshot::Receiv
     let socket = UnixListener::bind(path)?;
     // Only the router's own user may take its listeners.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    let (taken_tx, taken_rx) = oneshot::channel();
-    let path = path.to_path_buf();
+    let (taken_tx, taken) = oneshot::channel();
+    let withdrawn = Arc::new(AtomicBool::new(false));
+    let (thread_path, thread_withdrawn) = (path.to_path_buf(), withdrawn.clone());
     std::thread::Builder::new()
         .name("router-handover".into())
-        .spawn(move || serve(&socket, &path, &listeners, taken_tx))?;
-    Ok(taken_rx)
+        .spawn(move || serve(&socket, &thread_path, listeners, taken_tx, &thread_withdrawn))?;
+    Ok(Offering { taken, path: path.to_path_buf(), withdrawn })
 }
 
-fn serve(socket: &UnixListener, path: &PathBuf, listeners: &[Offered], taken: oneshot::Sender<()>) {
+fn serve(
+    socket: &UnixListener,
+    path: &PathBuf,
+    listeners: Vec<Offered>,
+    taken: oneshot::Sender<()>,
+    withdrawn: &AtomicBool,
+) {
     for stream in socket.incoming() {
+        if withdrawn.load(Ordering::Acquire) {
+            let _ = std::fs::remove_file(path);
+            return;
+        }
         let stream = match stream {
             Ok(stream) => stream,
             Err(error) => {
@@ -59,7 +90,7 @@ fn serve(socket: &UnixListener, path: &PathBuf, listeners: &[Offered], taken: on
                 return;
             }
         };
-        match hand_over(&stream, listeners) {
+        match hand_over(&stream, &listeners) {
             Ok(()) => {
                 // The path is the taker's from now on (it offers there next).
                 let _ = std::fs::remove_file(path);

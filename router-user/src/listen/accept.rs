@@ -86,6 +86,9 @@ pub async fn accept_loop<F, Fut>(
             Err(_would_block) => {}
         }
     }
+    // Closed now, not after the drain: a connection must not wait in a queue nobody accepts from (after a
+    // hand-over this closes only this process's copy; the next router accepts on the socket).
+    drop(listener);
     drop(alive_tx);
     if tokio::time::timeout(drain, alive_rx.recv()).await.is_err() {
         warn!(?drain, "connections still open after the drain period; closing them");

@@ -105,8 +105,9 @@ impl Process {
         self.wait_exit()
     }
 
+    /// The log so far, without the terminal colour sequences the router writes.
     pub fn log(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_else(|err| format!("(no log: {err})"))
+        fs::read_to_string(&self.log).map_or_else(|err| format!("(no log: {err})"), |text| without_ansi(&text))
     }
 }
 
@@ -233,4 +234,22 @@ pub fn dump_formatted(pin: &Path) -> Vec<serde_json::Value> {
         .into_iter()
         .map(|entry| entry.get("formatted").cloned().unwrap_or_else(|| panic!("no BTF view: {entry}")))
         .collect()
+}
+
+/// `text` without the terminal colour sequences (`ESC [ ... m`) the router's log carries.
+fn without_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for skipped in chars.by_ref() {
+                if skipped == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
