@@ -9,12 +9,14 @@
 //! configurations), `balance` and `protection`; then `table`, the compiled route table built from all of those;
 //! then `source`, which also writes route status from a table's outcomes. Serving sits on top: `listen` (accepting
 //! connections, PROXY headers), `relay` (byte relays: splice(2), sockmap, tunnel), `proxy`, `https`, `admin`, `publish`, `health_check` (active checks of a published table's endpoints), `load_balancer_probe`
-//! (the healthCheckNodePort), `router_service` and `xdp`. `config` turns settings into the options of the layers
+//! (the healthCheckNodePort), `router_service`, `xdp` and `handover` (listening sockets passed to the next router
+//! on an upgrade). `config` turns settings into the options of the layers
 //! it configures and may depend on them; nothing those layers hold depends on `config`, and only the start-up
 //! code (`server`, `https`'s setup) reads it. `server` assembles the whole.
 //!
 //! No `unsafe` outside the modules that talk to the kernel directly: the relays' system calls
-//! (`relay::sys`) and the XDP loader and its maps (`xdp`); each of those allows it for itself.
+//! (`relay::sys`), the XDP loader and its maps (`xdp`) and descriptor passing (`handover::fds`); each of those
+//! allows it for itself.
 
 #![deny(unsafe_code)]
 

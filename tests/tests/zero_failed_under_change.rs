@@ -221,3 +221,44 @@ async fn a_request_a_pod_closes_unanswered_goes_to_another_pod_when_idempotent()
     assert!(posts.iter().all(|&status| status == 200 || status == 502), "{posts:?}");
     router.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_fails_readiness_first_serves_through_the_delay_and_cuts_nothing_in_flight() {
+    let (a, b) = (TestBackend::start("a").await, TestBackend::start("b").await);
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &service("ns", "web", &[a.addr, b.addr]));
+    dir.write("steady.yaml", &steady_route(0));
+    let mut settings = router::config::Settings::for_loopback(dir.path());
+    settings.graceful_shutdown_delay = Duration::from_secs(2);
+    let router = router_tests::start_router_with(settings).await;
+    let (http, stats) = (router.http_addr, router.stats_addr);
+    let tally = Arc::new(Tally::default());
+    let load = start_load(http, &tally);
+    tally.moves(200).await;
+    // Requests that outlast the delay: in flight when the listeners close.
+    let slow: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(async move { router_tests::client::get(http, HOST, "/slow/3000").await }))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let readiness = router.readiness.clone();
+    let stopping = tokio::spawn(router.shutdown());
+    router_tests::eventually("readiness failing", Duration::from_secs(1), || {
+        let reason = readiness.not_ready_reason();
+        async move { (reason == Some("shutting down")).then_some(()) }
+    })
+    .await;
+    let probe = router_tests::client::get(stats, "probe", "/healthz/ready").await;
+    assert_eq!(probe.status, 503, "the load balancer's probe fails first");
+    // The delay: everything is still served while the load balancer takes the node out.
+    tally.moves(500).await;
+    load.stop().await;
+    eprintln!("SIGTERM with a 2 s graceful delay under load: {}", tally.summary());
+    assert_eq!(tally.failed(), 0, "{}", tally.summary());
+    for request in slow {
+        let reply = request.await.expect("slow request");
+        assert_eq!(reply.status, 200, "a request in flight when the listeners closed completes");
+    }
+    tokio::time::timeout(Duration::from_secs(10), stopping).await.expect("stopped").expect("task");
+    assert!(TcpStream::connect(http).await.is_err(), "the listener is closed");
+}
