@@ -30,15 +30,70 @@ pub(super) struct Parsed {
     pub errors: Vec<ManifestError>,
 }
 
+/// Documents below which one thread reads a file alone: a thread costs more than it saves on fewer.
+const DOCUMENTS_PER_THREAD: usize = 512;
+
 /// Parses every document of a file. Errors never stop the other documents (or list items) from
-/// being read.
+/// being read. A big file's documents are read on every core, in runs of consecutive documents whose
+/// results are put together in file order (a later definition of an object still wins).
 pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
-    let mut parsed = Parsed::default();
-    for doc in document::split(text) {
-        Ctx { path, doc: &doc, out: &mut parsed }.document();
-    }
+    let docs = document::split(text);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = cores.min(docs.len() / DOCUMENTS_PER_THREAD).max(1);
+    let mut parsed = if threads == 1 {
+        parse_documents(path, &docs)
+    } else {
+        let per_thread = docs.len().div_ceil(threads);
+        let parts: Vec<Parsed> = std::thread::scope(|scope| {
+            let reading: Vec<_> =
+                docs.chunks(per_thread).map(|run| scope.spawn(move || parse_documents(path, run))).collect();
+            reading.into_iter().map(|run| run.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        });
+        let mut parts = parts.into_iter();
+        let mut whole = parts.next().unwrap_or_default();
+        parts.for_each(|part| whole.absorb(path, part));
+        whole
+    };
     parsed.objects.secrets.update_each(|secret| merge_string_data(Arc::make_mut(secret)));
     parsed
+}
+
+fn parse_documents(path: &Path, docs: &[Document]) -> Parsed {
+    let mut parsed = Parsed::default();
+    for doc in docs {
+        Ctx { path, doc, out: &mut parsed }.document();
+    }
+    parsed
+}
+
+impl Parsed {
+    /// Adds what the documents after this part's define: their objects replace this part's of the same key.
+    fn absorb(&mut self, path: &Path, later: Parsed) {
+        let (into, from) = (&mut self.objects, later.objects);
+        absorb_kind(path, "Route", &mut into.routes, &from.routes);
+        absorb_kind(path, "Service", &mut into.services, &from.services);
+        absorb_kind(path, "EndpointSlice", &mut into.endpoint_slices, &from.endpoint_slices);
+        absorb_kind(path, "Endpoints", &mut into.endpoints, &from.endpoints);
+        absorb_kind(path, "Namespace", &mut into.namespaces, &from.namespaces);
+        absorb_kind(path, "Secret", &mut into.secrets, &from.secrets);
+        absorb_kind(path, "Ingress", &mut into.ingresses, &from.ingresses);
+        into.unreadable_secrets.extend(from.unreadable_secrets);
+        self.errors.extend(later.errors);
+    }
+}
+
+fn absorb_kind<K: Ord + Clone + std::fmt::Display, T>(
+    path: &Path,
+    kind: &str,
+    into: &mut Objects<K, T>,
+    from: &Objects<K, T>,
+) {
+    for (key, object) in from {
+        if into.insert(key.clone(), object.clone()).is_some() {
+            let path = path.display();
+            tracing::warn!(%path, kind, object = %key, "object defined twice in one file; the later one wins");
+        }
+    }
 }
 
 /// Where an object sits in its document: the document itself, or element `n` of the document's

@@ -177,6 +177,7 @@ impl ManifestSource {
             return false;
         }
         state.digest = digest;
+        let started = std::time::Instant::now();
         let parsed = match std::str::from_utf8(&bytes) {
             Ok(text) => parse::parse_file(path, text),
             Err(err) => {
@@ -185,7 +186,8 @@ impl ManifestSource {
                 Parsed { objects: Snapshot::default(), errors: vec![error] }
             }
         };
-        tracing::debug!(path = %path.display(), errors = parsed.errors.len(), "manifest file read");
+        let took_ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(path = %path.display(), errors = parsed.errors.len(), bytes = bytes.len(), took_ms, "manifest file read");
         state.apply(path, parsed);
         true
     }

@@ -226,3 +226,30 @@ fn secret_string_data_is_folded_into_data() {
     assert_eq!(data["tls.crt"].0, b"cert");
     assert_eq!(data["tls.key"].0, b"key");
 }
+
+#[test]
+fn a_file_read_on_several_threads_keeps_file_order_for_redefinitions_and_errors() {
+    // More documents than one thread reads alone, so the runs go to every core this machine has.
+    let count = 3 * super::DOCUMENTS_PER_THREAD;
+    let service = |name: &str, port: u32| {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: ns}}\nspec: {{ports: [{{port: {port}}}]}}\n")
+    };
+    let mut docs: Vec<String> = (0..count).map(|i| service(&format!("s{i}"), 80)).collect();
+    docs[0] = service("twice", 1);
+    docs[count - 1] = service("twice", 2);
+    docs[3] = "apiVersion: v1\nkind: Service\nmetadata: {namespace: ns}\n".to_owned();
+    docs[count - 3] = "apiVersion: v1\nkind: Service\nmetadata: [unclosed\n".to_owned();
+    let text = docs.iter().map(|doc| format!("---\n{doc}")).collect::<String>();
+    let parsed = parse(&text);
+    let port = |name: &str| {
+        parsed.objects.services[&key("ns", name)].spec.as_ref().and_then(|s| s.ports.as_ref()).map(|p| p[0].port)
+    };
+    assert_eq!(port("twice"), Some(2), "the later definition wins across runs");
+    assert_eq!(parsed.objects.services.len(), count - 3, "all but the two broken ones, and `twice` once");
+    let lines: Vec<Option<usize>> = parsed.errors.iter().map(|error| error.line).collect();
+    let first_broken = line_of(&text, "metadata: {namespace: ns}");
+    let last_broken = line_of(&text, "metadata: [unclosed");
+    assert_eq!(parsed.errors.len(), 2, "{:?}", parsed.errors);
+    assert!(lines[0].is_some_and(|line| line >= first_broken - 3 && line <= first_broken), "{lines:?}");
+    assert!(lines[1].is_some_and(|line| line >= last_broken && line <= last_broken + 1), "{lines:?} vs {last_broken}");
+}
