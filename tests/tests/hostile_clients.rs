@@ -1,0 +1,213 @@
+//! Hostile clients beside a normal load, the router as its own process: 4,000 slowloris connections (a request
+//! head dribbled a byte at a time) and 4,000 clients that ask for a 1 MiB answer and never read it, while a
+//! fixed-rate load of keep-alive and per-request clients runs. The load gets every answer; the router closes
+//! each slowloris connection at ROUTER_SLOWLORIS_TIMEOUT; its memory stays bounded per hostile connection (the
+//! answers wait in the kernel's socket buffers and the pod is held back, nothing piles up in the router; the
+//! figure is printed). 10,000 of each would need more descriptors than this machine's hard limit (20,000)
+//! gives one process: each non-reader holds a client and a pod connection in the router.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use router_tests::backend::TestBackend;
+use router_tests::binaries::router_binary;
+use router_tests::load::{self, Load, Shape, Tally};
+use router_tests::manifests::{route, service, ManifestDir};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const HOST: &str = "plain.example.com";
+const BIG: &str = "big.example.com";
+const SLOWLORIS: usize = 4_000;
+const NON_READERS: usize = 4_000;
+/// The answer of the pod behind `BIG`.
+const BIG_BODY: usize = 1 << 20;
+/// The router's slowloris timeout in this test (the default is 10 s).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
+/// The ceiling this test holds the router to, per hostile connection (its measured figure is far below).
+const BYTES_PER_CONNECTION_LIMIT: u64 = 64 << 10;
+
+struct RouterProcess(Child);
+
+impl Drop for RouterProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("router status");
+    let kb = status.lines().find_map(|line| line.strip_prefix("VmRSS:")).expect("VmRSS");
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().expect("RSS in kB") * 1024
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port()
+}
+
+/// Raises this process's descriptor limit to its hard limit (the router inherits it).
+fn raise_descriptor_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local rlimit.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+    limit.rlim_cur
+}
+
+/// A request head dribbled one byte per 500 ms; returns how long the router took to end the connection.
+async fn slowloris(addr: SocketAddr, closed: Arc<AtomicU64>) -> Option<Duration> {
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    let opened = Instant::now();
+    stream.write_all(format!("GET / HTTP/1.1\r\nHost: {HOST}\r\nX-Slow: ").as_bytes()).await.ok()?;
+    let mut buffer = [0u8; 512];
+    loop {
+        tokio::select! {
+            read = stream.read(&mut buffer) => {
+                // An answer (408) or the close: the router ended it.
+                let _ = read;
+                closed.fetch_add(1, Ordering::Relaxed);
+                return Some(opened.elapsed());
+            }
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                if stream.write_all(b"a").await.is_err() {
+                    closed.fetch_add(1, Ordering::Relaxed);
+                    return Some(opened.elapsed());
+                }
+                if opened.elapsed() > HEAD_TIMEOUT * 4 {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Asks for the big answer and never reads it; holds the connection until `hold` ends.
+async fn non_reader(addr: SocketAddr, hold: Duration) -> bool {
+    let Ok(mut stream) = TcpStream::connect(addr).await else { return false };
+    let sent = stream.write_all(format!("GET /big HTTP/1.1\r\nHost: {BIG}\r\n\r\n").as_bytes()).await;
+    tokio::time::sleep(hold).await;
+    drop(stream);
+    sent.is_ok()
+}
+
+/// A pod that answers every request with `BIG_BODY` bytes, writing as fast as its reader takes them.
+async fn big_pod() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if !matches!(stream.read(&mut byte).await, Ok(1)) {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {BIG_BODY}\r\nX-Backend: big\r\n\r\n");
+                if stream.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = vec![0u8; 64 << 10];
+                for _ in 0..BIG_BODY / chunk.len() {
+                    if stream.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_and_non_readers_beside_a_load_fail_no_request_and_stay_bounded() {
+    let limit = raise_descriptor_limit();
+    assert!(limit >= (SLOWLORIS + NON_READERS + 1_000) as u64, "descriptor limit {limit} too low for this test");
+    let web = TestBackend::start("web").await;
+    let big = big_pod().await;
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", HOST, "/", "web")].concat());
+    dir.write("big.yaml", &[service("ns", "big", &[big]), route("ns", "big", BIG, "/", "big")].concat());
+    let (http, stats) = (free_port(), free_port());
+    let child = Command::new(router_binary())
+        .args(["--manifests", &dir.path().display().to_string(), "--allow-loopback-endpoints"])
+        .args(["--listen-addr", "127.0.0.1", "--http-port", &http.to_string(), "--https-port", "0"])
+        .args(["--stats-port", &stats.to_string()])
+        .env("ROUTER_SLOWLORIS_TIMEOUT", format!("{}s", HEAD_TIMEOUT.as_secs()))
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the router");
+    let router = RouterProcess(child);
+    let pid = router.0.id();
+    let addr = SocketAddr::from(([127, 0, 0, 1], http));
+
+    let tally = Arc::new(Tally::default());
+    let shape = Shape {
+        host: HOST.into(),
+        path: "/load".into(),
+        backends: vec!["web".into()],
+        pace: Duration::from_millis(5),
+        requests_per_client: 20_000,
+        limit: Duration::from_secs(90),
+    };
+    router_tests::eventually("the router serving", Duration::from_secs(30), || async {
+        let mut stream = TcpStream::connect(addr).await.ok()?;
+        stream
+            .write_all(format!("GET / HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.ok()?;
+        answer.starts_with(b"HTTP/1.1 200").then_some(())
+    })
+    .await;
+    let load = Load::start(&load::tcp(addr), &shape, &tally, 2, 1);
+    tally.moves(200).await;
+    let idle_rss = rss_bytes(pid);
+
+    let closed = Arc::new(AtomicU64::new(0));
+    let slow: Vec<_> = (0..SLOWLORIS).map(|_| tokio::spawn(slowloris(addr, closed.clone()))).collect();
+    let hold = HEAD_TIMEOUT * 2;
+    let readers: Vec<_> = (0..NON_READERS).map(|_| tokio::spawn(non_reader(addr, hold))).collect();
+    // All hostile connections open, the non-readers' bursts written (or stuck in full buffers).
+    tokio::time::sleep(HEAD_TIMEOUT / 2).await;
+    tally.moves(200).await;
+    let loaded_rss = rss_bytes(pid);
+
+    let mut ended = Vec::new();
+    for task in slow {
+        ended.push(task.await.expect("slowloris task"));
+    }
+    let mut asked = 0;
+    for task in readers {
+        asked += usize::from(task.await.expect("non-reader task"));
+    }
+    tally.moves(200).await;
+    load.stop().await;
+
+    let per_connection = loaded_rss.saturating_sub(idle_rss) / (SLOWLORIS + NON_READERS) as u64;
+    let slowest = ended.iter().flatten().max().copied().unwrap_or_default();
+    eprintln!(
+        "FIGURE: {SLOWLORIS} slowloris + {NON_READERS} non-readers of a 1 MiB answer ({asked} asked): load {}; \
+         router RSS {} MiB idle, {} MiB with them: {per_connection} bytes per hostile connection; \
+         slowloris connections closed {} of {SLOWLORIS}, the last after {slowest:?}",
+        tally.summary(),
+        idle_rss >> 20,
+        loaded_rss >> 20,
+        closed.load(Ordering::Relaxed),
+    );
+    assert_eq!(tally.failed(), 0, "the load beside them: {}", tally.summary());
+    assert!(ended.iter().all(Option::is_some), "every slowloris connection was ended by the router");
+    assert!(slowest < HEAD_TIMEOUT * 3, "ended at the head timeout, not much later: {slowest:?}");
+    assert!(per_connection < BYTES_PER_CONNECTION_LIMIT, "{per_connection} bytes per hostile connection");
+}
