@@ -3,11 +3,11 @@
 //! fixed-rate load of keep-alive and per-request clients runs. The load gets every answer; the router closes
 //! each slowloris connection at ROUTER_SLOWLORIS_TIMEOUT; its memory stays bounded per hostile connection (the
 //! answers wait in the kernel's socket buffers and the pod is held back, nothing piles up in the router; the
-//! figure is printed), and the router runs inside a memory cgroup with a 1.5 GiB limit that never kills it (the cgroup also pays for the socket
-//! buffers holding the unread answers: its peak is printed) (the
-//! DaemonSet requests 256 MiB and sets no limit; a limit must leave room for the route table: 0.8 GB at 100,000
-//! routes). 10,000 of each would need more descriptors than this machine's hard limit (20,000)
-//! gives one process: each non-reader holds a client and a pod connection in the router.
+//! figure is printed). The router runs inside a memory cgroup with a 1.5 GiB limit that never kills it (the
+//! cgroup also pays for the socket buffers holding the unread answers: its peak is printed; the DaemonSet
+//! requests 256 MiB and sets no limit, which must leave room for the route table: 0.8 GB at 100,000 routes).
+//! 10,000 of each would need more descriptors than this machine's hard limit (20,000) gives one process: each
+//! non-reader holds a client and a pod connection in the router.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command};
