@@ -24,6 +24,9 @@ pub mod admission;
 pub mod balance;
 pub mod config;
 pub mod duration;
+/// Entry points for the fuzz targets in `fuzz/`; not part of the router.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod health_check;
 pub mod https;
 pub mod listen;

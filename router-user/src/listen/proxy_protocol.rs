@@ -111,10 +111,10 @@ async fn read_header<S: AsyncRead + Unpin>(stream: &mut S) -> Result<ProxyHeader
 }
 
 /// The two addresses of a header (`None`: none to use) and the header's length in bytes.
-type Parsed = (Option<(SocketAddr, SocketAddr)>, usize);
+pub(crate) type Parsed = (Option<(SocketAddr, SocketAddr)>, usize);
 
 /// Reads a header from the start of `buf`; `Ok(None)` when `buf` is a valid but incomplete prefix.
-fn parse(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
+pub(crate) fn parse(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
     if buf.is_empty() {
         return Ok(None);
     }

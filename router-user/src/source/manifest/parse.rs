@@ -25,14 +25,14 @@ use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
 #[derive(Debug, Default)]
-pub(super) struct Parsed {
+pub(crate) struct Parsed {
     pub objects: Snapshot,
     pub errors: Vec<ManifestError>,
 }
 
 /// Parses every document of a file. Errors never stop the other documents (or list items) from
 /// being read.
-pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
+pub(crate) fn parse_file(path: &Path, text: &str) -> Parsed {
     let mut parsed = Parsed::default();
     for doc in document::split(text) {
         Ctx { path, doc: &doc, out: &mut parsed }.document();
