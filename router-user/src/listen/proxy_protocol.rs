@@ -137,15 +137,16 @@ fn is_prefix_of(buf: &[u8], signature: &[u8]) -> bool {
 /// spaces, at most 107 bytes.
 fn parse_v1(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
     let window = buf.get(..buf.len().min(V1_MAX)).unwrap_or_default();
-    let Some(cr) = window.iter().position(|&b| b == b'\r') else {
-        if window.contains(&b'\n') {
-            return Err(ProxyProtocolError::Malformed("v1 line ends without CR"));
-        }
+    // The first line end decides, so that the answer does not depend on how far the bytes have come.
+    let Some(cr) = window.iter().position(|&b| b == b'\r' || b == b'\n') else {
         if window.len() == V1_MAX {
             return Err(ProxyProtocolError::TooLarge(V1_MAX));
         }
         return Ok(None);
     };
+    if window[cr] == b'\n' {
+        return Err(ProxyProtocolError::Malformed("v1 line ends without CR"));
+    }
     let len = cr + 2;
     match buf.get(cr + 1) {
         None if cr + 1 < V1_MAX => return Ok(None),
@@ -413,6 +414,17 @@ mod tests {
         assert_eq!(malformed(b"PROXY TCP4 1.2.3.4 5.6.7.8 +80 2\r\n"), "v1 port");
         assert_eq!(malformed(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 \r\n"), "v1 port");
         assert_eq!(malformed(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\xff\r\n"), "v1 line not ASCII");
+    }
+
+    #[test]
+    fn a_v1_line_feed_before_the_carriage_return_is_refused_however_the_bytes_are_split() {
+        // Found by the proxy_protocol fuzz target: with the CR in the buffer the line was judged by what came
+        // before the CR, so "PROXY UNKNOWN\n...\r\n" was accepted whole but refused when read up to the LF.
+        let wire = b"PROXY UNKNOWN\nGET / HTTP/1.1\r\n";
+        for n in 14..=wire.len() {
+            assert_eq!(malformed(&wire[..n]), "v1 line ends without CR", "the first {n} bytes");
+        }
+        assert_eq!(malformed(b"PROXY TCP4 1.2.3.4 5.6.7.8 1\n2\r"), "v1 line ends without CR");
     }
 
     #[test]
