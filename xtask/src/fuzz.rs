@@ -209,8 +209,7 @@ fn finish(root: &Path, mut run: Running) -> anyhow::Result<()> {
     if status.success() {
         return Ok(());
     }
-    let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
-    println!("fuzz: {} failed ({status}); the end of {}:\n{}", run.target, run.log.display(), tail.join("\n"));
+    println!("fuzz: {} failed ({status}); from {}:\n{}", run.target, run.log.display(), failure_excerpt(&log));
     match failing_input(&log) {
         Some(input) => {
             let binary = root.join(BIN_DIR).join(&run.target);
@@ -220,6 +219,20 @@ fn finish(root: &Path, mut run: Running) -> anyhow::Result<()> {
             bail!("{}: libFuzzer exited with {status} without writing an input; see {}", run.target, run.log.display())
         }
     }
+}
+
+/// The panic (or libFuzzer's own error) without the backtrace's frames, at most 20 lines.
+fn failure_excerpt(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines
+        .iter()
+        .position(|line| line.contains(" panicked at ") || line.contains("ERROR: libFuzzer"))
+        .unwrap_or(lines.len().saturating_sub(20));
+    let is_frame = |line: &&&str| {
+        let line = line.trim_start();
+        line.starts_with("at ") || line.split_once(": ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+    };
+    lines[start..].iter().filter(|line| !is_frame(line)).take(20).copied().collect::<Vec<_>>().join("\n")
 }
 
 /// The path libFuzzer names after "Test unit written to ".
@@ -292,5 +305,15 @@ stat::peak_rss_mb:              61
                    artifact_prefix='/r/fuzz/artifacts/x/'; Test unit written to /r/fuzz/artifacts/x/crash-0a1b\n";
         assert_eq!(failing_input(log).as_deref(), Some("/r/fuzz/artifacts/x/crash-0a1b"));
         assert_eq!(failing_input(LOG), None);
+        let excerpt = failure_excerpt(
+            "INFO: Seed: 1\nthread '<unnamed>' panicked at src/a.rs:3:9:\nattempt to subtract with overflow\n\
+             stack backtrace:\n   0: __rustc::rust_begin_unwind\n             at /rustc/x/panicking.rs:689:5\n\
+             ==7== ERROR: libFuzzer: deadly signal\n",
+        );
+        assert_eq!(
+            excerpt,
+            "thread '<unnamed>' panicked at src/a.rs:3:9:\nattempt to subtract with overflow\nstack backtrace:\n\
+             ==7== ERROR: libFuzzer: deadly signal"
+        );
     }
 }

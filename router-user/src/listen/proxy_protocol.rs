@@ -147,11 +147,14 @@ fn parse_v1(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
     if window[cr] == b'\n' {
         return Err(ProxyProtocolError::Malformed("v1 line ends without CR"));
     }
+    // The CR fixes the line's length, whatever follows it.
     let len = cr + 2;
+    if len > V1_MAX {
+        return Err(ProxyProtocolError::TooLarge(V1_MAX));
+    }
     match buf.get(cr + 1) {
-        None if cr + 1 < V1_MAX => return Ok(None),
-        Some(b'\n') if len <= V1_MAX => {}
-        Some(b'\n') | None => return Err(ProxyProtocolError::TooLarge(V1_MAX)),
+        None => return Ok(None),
+        Some(b'\n') => {}
         Some(_) => return Err(ProxyProtocolError::Malformed("v1 line has CR without LF")),
     }
     let line = buf.get(V1_PREFIX.len()..cr).unwrap_or_default();
@@ -447,6 +450,19 @@ mod tests {
         cr_last.resize(V1_MAX - 1, b'x');
         cr_last.push(b'\r');
         assert!(matches!(parse(&cr_last), Err(ProxyProtocolError::TooLarge(V1_MAX))), "LF would be byte 108");
+    }
+
+    #[test]
+    fn a_v1_carriage_return_at_byte_107_is_too_large_whatever_follows_it() {
+        // Found by the proxy_protocol fuzz target: with the byte after the CR in, a non-LF made it "CR without
+        // LF", so the reason (a metric label) depended on how far the bytes had come.
+        let mut line = b"PROXY UNKNOWN ".to_vec();
+        line.resize(V1_MAX - 1, b'x');
+        line.push(b'\r');
+        for next in [&b""[..], b"\n", b"P"] {
+            let wire = [&line[..], next].concat();
+            assert!(matches!(parse(&wire), Err(ProxyProtocolError::TooLarge(V1_MAX))), "followed by {next:?}");
+        }
     }
 
     #[tokio::test]
