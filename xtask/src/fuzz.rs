@@ -1,10 +1,14 @@
 //! `cargo xtask fuzz` and the fuzz step of `cargo xtask test`: the cargo-fuzz targets in `fuzz/`, built once
 //! (nightly, libFuzzer) and each run for a fixed time on its seeds in `fuzz/corpus/<target>/`.
 //!
+//! The build goes to `/var/cache/router-dev/fuzz-target` (`ROUTER_FUZZ_TARGET_DIR` moves it), outside the
+//! repository like the apiserver, so that a fresh clone on the machine rebuilds only the router's own crates.
+//!
 //! The seeds are read, never written: libFuzzer adds the inputs it finds to the first corpus directory it is
-//! given, so that one is elsewhere (a temporary directory for the test step, `fuzz/target/corpus/<target>/`
+//! given, so that one is elsewhere (a temporary directory for the test step, `<target dir>/fuzz-corpus/<target>/`
 //! for long runs, which the next long run starts from). A failing input is written to
-//! `fuzz/artifacts/<target>/` and fails the command with its path.
+//! `fuzz/artifacts/<target>/` and fails the command with its path. Each target's libFuzzer output is in
+//! `<target dir>/fuzz-logs/<target>.log`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 
 use crate::cargo::workspace_root;
+use crate::dev_cache::cache_dir;
 use crate::setup;
 
 /// Seconds each target runs in `cargo xtask test` (two at a time there: see `docs/fuzzing.md` for the budget).
@@ -21,12 +26,12 @@ const TEST_SECONDS: u64 = 20;
 const TEST_JOBS: usize = 2;
 /// An input that takes longer than this is a finding (a hang), not a slow input.
 const INPUT_TIMEOUT_SECONDS: u64 = 10;
-/// Where cargo-fuzz puts the targets (its default host triple, release profile).
-const BIN_DIR: &str = "fuzz/target/x86_64-unknown-linux-gnu/release";
-/// The build's flags. No sanitizer: the parsers are safe Rust, whose memory errors are panics already, and
-/// AddressSanitizer would slow both the build and every execution. Debug assertions and overflow checks stay
-/// on (cargo-fuzz's default for its release build).
-const BUILD_FLAGS: [&str; 2] = ["--sanitizer", "none"];
+/// Where cargo-fuzz puts the targets under the target dir (its default host triple, the dev profile).
+const BIN_SUBDIR: &str = "x86_64-unknown-linux-gnu/debug";
+/// The build's flags. `--dev`: the profile `fuzz/Cargo.toml` tunes (optimised, quick to rebuild), with debug
+/// assertions and overflow checks. No sanitizer: the parsers are safe Rust, whose memory errors are panics
+/// already, and AddressSanitizer would slow both the build and every execution.
+const BUILD_FLAGS: [&str; 3] = ["--dev", "--sanitizer", "none"];
 
 #[derive(clap::Args)]
 pub struct FuzzArgs {
@@ -79,6 +84,15 @@ fn chosen(wanted: &[String], all: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(wanted.to_vec())
 }
 
+/// `ROUTER_FUZZ_TARGET_DIR`, else `fuzz-target` in the dev cache.
+fn target_dir() -> PathBuf {
+    std::env::var_os("ROUTER_FUZZ_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("fuzz-target"))
+}
+
+fn bin_dir() -> PathBuf {
+    target_dir().join(BIN_SUBDIR)
+}
+
 /// cargo-fuzz run with the nightly toolchain, from the workspace root, without what cargo set for xtask.
 fn cargo_fuzz_command(cargo_fuzz: &Path) -> Command {
     let mut cmd = Command::new(cargo_fuzz);
@@ -116,8 +130,14 @@ fn list_targets(cargo_fuzz: &Path) -> anyhow::Result<Vec<String>> {
 fn build(cargo_fuzz: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut cmd = cargo_fuzz_command(cargo_fuzz);
-    cmd.arg("build").args(BUILD_FLAGS).args(["--fuzz-dir", "fuzz"]).env("AYA_BUILD_SKIP", "1");
-    println!("+ cargo +nightly fuzz build {} --fuzz-dir fuzz (AYA_BUILD_SKIP=1)", BUILD_FLAGS.join(" "));
+    let target_dir = target_dir();
+    cmd.arg("build").args(BUILD_FLAGS).args(["--fuzz-dir", "fuzz", "--target-dir"]).arg(&target_dir);
+    cmd.env("AYA_BUILD_SKIP", "1");
+    println!(
+        "+ cargo +nightly fuzz build {} --fuzz-dir fuzz --target-dir {} (AYA_BUILD_SKIP=1)",
+        BUILD_FLAGS.join(" "),
+        target_dir.display()
+    );
     let status = cmd.status().context("running cargo fuzz build")?;
     if !status.success() {
         bail!("cargo fuzz build failed ({status})");
@@ -143,7 +163,7 @@ fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) -> a
         let running: Vec<Running> =
             batch.iter().map(|target| start(&root, target, seconds, grown)).collect::<anyhow::Result<_>>()?;
         for run in running {
-            if let Err(error) = finish(&root, run) {
+            if let Err(error) = finish(run) {
                 println!("{error:#}");
                 failures.push(error);
             }
@@ -159,19 +179,19 @@ fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) -> a
 fn start(root: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Result<Running> {
     let seeds = root.join("fuzz/corpus").join(target);
     let artifacts = root.join("fuzz/artifacts").join(target);
-    let logs = root.join("fuzz/target/logs");
+    let logs = target_dir().join("fuzz-logs");
     let (grown_dir, discard) = match grown {
         Grown::Discarded => {
             (std::env::temp_dir().join(format!("router-fuzz-{}", std::process::id())).join(target), true)
         }
-        Grown::Kept => (root.join("fuzz/target/corpus").join(target), false),
+        Grown::Kept => (target_dir().join("fuzz-corpus").join(target), false),
     };
     for dir in [&seeds, &artifacts, &logs, &grown_dir] {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let log = logs.join(format!("{target}.log"));
     let log_file = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let mut cmd = Command::new(root.join(BIN_DIR).join(target));
+    let mut cmd = Command::new(bin_dir().join(target));
     cmd.arg(format!("-max_total_time={seconds}"))
         .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
         .arg("-print_final_stats=1")
@@ -181,12 +201,12 @@ fn start(root: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Resul
         .arg(&seeds)
         .stdout(log_file.try_clone().context("log file")?)
         .stderr(log_file);
-    let child = cmd.spawn().with_context(|| format!("starting fuzz target {target} (built in {BIN_DIR}?)"))?;
+    let child = cmd.spawn().with_context(|| format!("starting fuzz target {target} from {}", bin_dir().display()))?;
     Ok(Running { target: target.to_owned(), child, log, grown: grown_dir, discard })
 }
 
 /// Waits for a target and prints its executions; an error names the failing input.
-fn finish(root: &Path, mut run: Running) -> anyhow::Result<()> {
+fn finish(mut run: Running) -> anyhow::Result<()> {
     let status = run.child.wait().with_context(|| format!("waiting for fuzz target {}", run.target))?;
     let log = fs::read_to_string(&run.log).unwrap_or_default();
     if run.discard {
@@ -212,7 +232,7 @@ fn finish(root: &Path, mut run: Running) -> anyhow::Result<()> {
     println!("fuzz: {} failed ({status}); from {}:\n{}", run.target, run.log.display(), failure_excerpt(&log));
     match failing_input(&log) {
         Some(input) => {
-            let binary = root.join(BIN_DIR).join(&run.target);
+            let binary = bin_dir().join(&run.target);
             bail!("{}: failing input {} (reproduce: {} {})", run.target, input, binary.display(), input)
         }
         None => {
