@@ -1,0 +1,124 @@
+//! Running the built targets: each on its seeds for a fixed time, a few at a time, its libFuzzer output in
+//! `<target dir>/fuzz-logs/<target>.log`.
+//!
+//! The seeds are read, never written: libFuzzer adds the inputs it finds to the first corpus directory it is
+//! given, so that one is elsewhere (a temporary directory for the test step, `<target dir>/fuzz-corpus/<target>/`
+//! for long runs, which the next long run starts from). A failing input is written to
+//! `fuzz/artifacts/<target>/` and fails the run with its path.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use anyhow::{bail, Context as _};
+
+use super::build::{bin_dir, target_dir};
+use super::log::{failing_input, failure_excerpt, Stats};
+use crate::cargo::workspace_root;
+
+/// An input that takes longer than this is a finding (a hang), not a slow input.
+const INPUT_TIMEOUT_SECONDS: u64 = 10;
+
+/// How a run treats the corpus it grows.
+#[derive(Clone, Copy)]
+pub enum Grown {
+    /// Into a temporary directory, removed afterwards (the test step).
+    Discarded,
+    /// Into `<target dir>/fuzz-corpus/<target>/`, where the next long run starts from it.
+    Kept,
+}
+
+/// One target's run: its process, its log, and where it grows its corpus.
+struct Running {
+    target: String,
+    child: Child,
+    log: PathBuf,
+    grown: PathBuf,
+    discard: bool,
+}
+
+pub fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) -> anyhow::Result<()> {
+    let root = workspace_root();
+    println!("fuzz: {} targets, {seconds} s each, {jobs} at a time", targets.len());
+    let mut failures = Vec::new();
+    for batch in targets.chunks(jobs) {
+        let running: Vec<Running> =
+            batch.iter().map(|target| start(&root, target, seconds, grown)).collect::<anyhow::Result<_>>()?;
+        for run in running {
+            if let Err(error) = finish(run) {
+                println!("{error:#}");
+                failures.push(error);
+            }
+        }
+    }
+    if !failures.is_empty() {
+        let names: Vec<String> = failures.iter().map(|error| format!("{error:#}")).collect();
+        bail!("fuzzing found {} failing target(s):\n{}", failures.len(), names.join("\n"));
+    }
+    Ok(())
+}
+
+fn start(root: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Result<Running> {
+    let seeds = root.join("fuzz/corpus").join(target);
+    let artifacts = root.join("fuzz/artifacts").join(target);
+    let logs = target_dir().join("fuzz-logs");
+    let (grown_dir, discard) = match grown {
+        Grown::Discarded => {
+            (std::env::temp_dir().join(format!("router-fuzz-{}", std::process::id())).join(target), true)
+        }
+        Grown::Kept => (target_dir().join("fuzz-corpus").join(target), false),
+    };
+    for dir in [&seeds, &artifacts, &logs, &grown_dir] {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let log = logs.join(format!("{target}.log"));
+    let log_file = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let mut cmd = Command::new(bin_dir().join(target));
+    cmd.arg(format!("-max_total_time={seconds}"))
+        .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        // The grown corpus first: libFuzzer writes new inputs into the first directory only.
+        .arg(&grown_dir)
+        .arg(&seeds)
+        .stdout(log_file.try_clone().context("log file")?)
+        .stderr(log_file);
+    let child = cmd.spawn().with_context(|| format!("starting fuzz target {target} from {}", bin_dir().display()))?;
+    Ok(Running { target: target.to_owned(), child, log, grown: grown_dir, discard })
+}
+
+/// Waits for a target and prints its executions; an error names the failing input.
+fn finish(mut run: Running) -> anyhow::Result<()> {
+    let status = run.child.wait().with_context(|| format!("waiting for fuzz target {}", run.target))?;
+    let log = fs::read_to_string(&run.log).unwrap_or_default();
+    if run.discard {
+        let _ = fs::remove_dir_all(&run.grown);
+        if let Some(parent) = run.grown.parent() {
+            // Removed once empty, by the last target to finish.
+            let _ = fs::remove_dir(parent);
+        }
+    }
+    let stats = Stats::read(&log);
+    let rate = stats.seconds.filter(|&s| s > 0).map_or(0, |seconds| stats.executions / seconds);
+    println!(
+        "fuzz: {}: {} executions in {} s ({rate}/s), {} new inputs, corpus {} inputs",
+        run.target,
+        stats.executions,
+        stats.seconds.unwrap_or(0),
+        stats.new_inputs,
+        stats.corpus.map_or("?".into(), |n| n.to_string())
+    );
+    if status.success() {
+        return Ok(());
+    }
+    println!("fuzz: {} failed ({status}); from {}:\n{}", run.target, run.log.display(), failure_excerpt(&log));
+    match failing_input(&log) {
+        Some(input) => {
+            let binary = bin_dir().join(&run.target);
+            bail!("{}: failing input {} (reproduce: {} {})", run.target, input, binary.display(), input)
+        }
+        None => {
+            bail!("{}: libFuzzer exited with {status} without writing an input; see {}", run.target, run.log.display())
+        }
+    }
+}
