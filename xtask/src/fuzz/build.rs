@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
+use super::prune::keep_newest_workspace_copies;
 use crate::cargo::workspace_root;
 use crate::dev_cache::cache_dir;
 
@@ -18,9 +19,8 @@ const BIN_SUBDIR: &str = "x86_64-unknown-linux-gnu/debug";
 /// assertions and overflow checks. No sanitizer: the parsers are safe Rust, whose memory errors are panics
 /// already, and AddressSanitizer would slow both the build and every execution.
 const BUILD_FLAGS: [&str; 3] = ["--dev", "--sanitizer", "none"];
-/// Each clone at a new path leaves its own copy of the workspace's crates in the shared target dir (their
-/// artifacts are keyed by path); past this size it is removed and built afresh.
-const TARGET_DIR_LIMIT_BYTES: u64 = 8 << 30;
+/// A backstop to `prune`: past this size the shared target dir is removed and built afresh.
+const TARGET_DIR_LIMIT_BYTES: u64 = 12 << 30;
 
 /// `ROUTER_FUZZ_TARGET_DIR`, else `fuzz-target` in the dev cache.
 pub fn target_dir() -> PathBuf {
@@ -66,7 +66,7 @@ pub fn list_targets(cargo_fuzz: &Path) -> anyhow::Result<Vec<String>> {
 
 /// Builds every target once. The router's eBPF objects are left out (`AYA_BUILD_SKIP`, see
 /// `router-user/build.rs`): no target loads them.
-pub fn build(cargo_fuzz: &Path) -> anyhow::Result<()> {
+pub fn build(cargo_fuzz: &Path, targets: &[String]) -> anyhow::Result<()> {
     let started = Instant::now();
     let target_dir = target_dir();
     limit_size(&target_dir)?;
@@ -83,6 +83,7 @@ pub fn build(cargo_fuzz: &Path) -> anyhow::Result<()> {
         bail!("cargo fuzz build failed ({status})");
     }
     println!("fuzz: targets built in {:.0} s", started.elapsed().as_secs_f64());
+    keep_newest_workspace_copies(&target_dir, targets);
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 mod build;
 mod log;
+mod prune;
 mod run;
 
 use std::time::Instant;
@@ -36,8 +37,8 @@ pub struct FuzzArgs {
 pub fn run(args: &FuzzArgs) -> anyhow::Result<()> {
     let cargo_fuzz = setup::ensure_fuzz()?;
     let all = list_targets(&cargo_fuzz)?;
-    let targets = if args.targets.is_empty() { all } else { chosen(&args.targets, &all)? };
-    build(&cargo_fuzz)?;
+    let targets = if args.targets.is_empty() { all.clone() } else { chosen(&args.targets, &all)? };
+    build(&cargo_fuzz, &all)?;
     run_targets(&targets, args.seconds, args.jobs.max(1), Grown::Kept)
 }
 
@@ -46,7 +47,7 @@ pub fn test_step() -> anyhow::Result<()> {
     let started = Instant::now();
     let cargo_fuzz = setup::ensure_fuzz()?;
     let targets = list_targets(&cargo_fuzz)?;
-    build(&cargo_fuzz)?;
+    build(&cargo_fuzz, &targets)?;
     run_targets(&targets, TEST_SECONDS, TEST_JOBS, Grown::Discarded)?;
     println!("fuzz: step done in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())

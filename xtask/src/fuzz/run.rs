@@ -1,10 +1,12 @@
-//! Running the built targets: each on its seeds for a fixed time, a few at a time, its libFuzzer output in
-//! `<target dir>/fuzz-logs/<target>.log`.
+//! Running the built targets: each on its seeds for a fixed time, a few at a time, from a run directory
+//! (`$TMPDIR/router-fuzz-<pid>/`) holding copies of the binaries (the shared target dir may be rebuilt by
+//! another checkout meanwhile) and each target's libFuzzer output (`logs/<target>.log`).
 //!
 //! The seeds are read, never written: libFuzzer adds the inputs it finds to the first corpus directory it is
-//! given, so that one is elsewhere (a temporary directory for the test step, `<target dir>/fuzz-corpus/<target>/`
+//! given, so that one is elsewhere (the run directory for the test step, `<target dir>/fuzz-corpus/<target>/`
 //! for long runs, which the next long run starts from). A failing input is written to
-//! `fuzz/artifacts/<target>/` and fails the run with its path.
+//! `fuzz/artifacts/<target>/` and fails the run with its path. The run directory is removed when the test step
+//! passes; otherwise its logs stay.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,28 +30,35 @@ pub enum Grown {
     Kept,
 }
 
-/// One target's run: its process, its log, and where it grows its corpus.
+/// One target's run: its process and its log.
 struct Running {
     target: String,
     child: Child,
     log: PathBuf,
-    grown: PathBuf,
-    discard: bool,
 }
 
 pub fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) -> anyhow::Result<()> {
     let root = workspace_root();
+    let run_dir = std::env::temp_dir().join(format!("router-fuzz-{}", std::process::id()));
+    copy_binaries(targets, &run_dir.join("bin"))?;
     println!("fuzz: {} targets, {seconds} s each, {jobs} at a time", targets.len());
     let mut failures = Vec::new();
     for batch in targets.chunks(jobs) {
         let running: Vec<Running> =
-            batch.iter().map(|target| start(&root, target, seconds, grown)).collect::<anyhow::Result<_>>()?;
+            batch.iter().map(|target| start(&root, &run_dir, target, seconds, grown)).collect::<anyhow::Result<_>>()?;
         for run in running {
             if let Err(error) = finish(run) {
                 println!("{error:#}");
                 failures.push(error);
             }
         }
+    }
+    let _ = fs::remove_dir_all(run_dir.join("bin"));
+    let _ = fs::remove_dir_all(run_dir.join("corpus"));
+    if failures.is_empty() && matches!(grown, Grown::Discarded) {
+        let _ = fs::remove_dir_all(&run_dir);
+    } else {
+        println!("fuzz: libFuzzer's output is in {}", run_dir.join("logs").display());
     }
     if !failures.is_empty() {
         let names: Vec<String> = failures.iter().map(|error| format!("{error:#}")).collect();
@@ -58,22 +67,34 @@ pub fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) 
     Ok(())
 }
 
-fn start(root: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Result<Running> {
+/// Hard links (or copies) of the built targets, so that a build from another checkout in the shared target dir
+/// cannot swap a binary under the run.
+fn copy_binaries(targets: &[String], into: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
+    for target in targets {
+        let (from, to) = (bin_dir().join(target), into.join(target));
+        let _ = fs::remove_file(&to);
+        if fs::hard_link(&from, &to).is_err() {
+            fs::copy(&from, &to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn start(root: &Path, run_dir: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Result<Running> {
     let seeds = root.join("fuzz/corpus").join(target);
     let artifacts = root.join("fuzz/artifacts").join(target);
-    let logs = target_dir().join("fuzz-logs");
-    let (grown_dir, discard) = match grown {
-        Grown::Discarded => {
-            (std::env::temp_dir().join(format!("router-fuzz-{}", std::process::id())).join(target), true)
-        }
-        Grown::Kept => (target_dir().join("fuzz-corpus").join(target), false),
+    let logs = run_dir.join("logs");
+    let grown_dir = match grown {
+        Grown::Discarded => run_dir.join("corpus").join(target),
+        Grown::Kept => target_dir().join("fuzz-corpus").join(target),
     };
     for dir in [&seeds, &artifacts, &logs, &grown_dir] {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let log = logs.join(format!("{target}.log"));
     let log_file = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let mut cmd = Command::new(bin_dir().join(target));
+    let mut cmd = Command::new(run_dir.join("bin").join(target));
     cmd.arg(format!("-max_total_time={seconds}"))
         .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
         .arg("-print_final_stats=1")
@@ -83,21 +104,14 @@ fn start(root: &Path, target: &str, seconds: u64, grown: Grown) -> anyhow::Resul
         .arg(&seeds)
         .stdout(log_file.try_clone().context("log file")?)
         .stderr(log_file);
-    let child = cmd.spawn().with_context(|| format!("starting fuzz target {target} from {}", bin_dir().display()))?;
-    Ok(Running { target: target.to_owned(), child, log, grown: grown_dir, discard })
+    let child = cmd.spawn().with_context(|| format!("starting fuzz target {target}"))?;
+    Ok(Running { target: target.to_owned(), child, log })
 }
 
 /// Waits for a target and prints its executions; an error names the failing input.
 fn finish(mut run: Running) -> anyhow::Result<()> {
     let status = run.child.wait().with_context(|| format!("waiting for fuzz target {}", run.target))?;
     let log = fs::read_to_string(&run.log).unwrap_or_default();
-    if run.discard {
-        let _ = fs::remove_dir_all(&run.grown);
-        if let Some(parent) = run.grown.parent() {
-            // Removed once empty, by the last target to finish.
-            let _ = fs::remove_dir(parent);
-        }
-    }
     let stats = Stats::read(&log);
     let rate = stats.seconds.filter(|&s| s > 0).map_or(0, |seconds| stats.executions / seconds);
     println!(
