@@ -23,9 +23,12 @@ pub use pod_chunked::pod_chunked;
 pub use pod_response::pod_response;
 pub use proxy_protocol::proxy_protocol;
 
+/// A fuzz target's body: any bytes; panics on a broken promise.
+pub type EntryPoint = fn(&[u8]);
+
 /// Every entry point by its fuzz target's name (the corpus directory under `fuzz/corpus/`). The ClientHello
 /// target calls router-common's parser directly.
-pub const TARGETS: [(&str, fn(&[u8])); 7] = [
+pub const TARGETS: [(&str, EntryPoint); 7] = [
     ("access_log_format", access_log_format),
     ("annotations", annotations),
     ("haproxy_duration", haproxy_duration),
