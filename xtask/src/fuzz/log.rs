@@ -23,7 +23,6 @@ pub fn failing_input(log: &str) -> Option<String> {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     pub executions: u64,
-    pub seconds: Option<u64>,
     pub new_inputs: u64,
     pub corpus: Option<u64>,
 }
@@ -40,19 +39,10 @@ impl Stats {
         });
         Stats {
             executions: stat("stat::number_of_executed_units").unwrap_or(0),
-            seconds: done_seconds(log),
             new_inputs: stat("stat::new_units_added").unwrap_or(0),
             corpus,
         }
     }
-}
-
-/// `Done 1234567 runs in 600 second(s)`.
-fn done_seconds(log: &str) -> Option<u64> {
-    log.lines().find_map(|line| {
-        let rest = line.strip_prefix("Done ")?;
-        rest.split_once(" runs in ")?.1.split_whitespace().next()?.parse().ok()
-    })
 }
 
 #[cfg(test)]
@@ -73,9 +63,9 @@ stat::peak_rss_mb:              61
 ";
 
     #[test]
-    fn final_stats_give_executions_time_and_corpus() {
+    fn final_stats_give_executions_new_inputs_and_corpus() {
         let stats = Stats::read(LOG);
-        assert_eq!(stats, Stats { executions: 182468, seconds: Some(20), new_inputs: 7, corpus: Some(21) });
+        assert_eq!(stats, Stats { executions: 182468, new_inputs: 7, corpus: Some(21) });
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
@@ -35,6 +36,7 @@ struct Running {
     target: String,
     child: Child,
     log: PathBuf,
+    started: Instant,
 }
 
 pub fn run_targets(targets: &[String], seconds: u64, jobs: usize, grown: Grown) -> anyhow::Result<()> {
@@ -105,7 +107,7 @@ fn start(root: &Path, run_dir: &Path, target: &str, seconds: u64, grown: Grown) 
         .stdout(log_file.try_clone().context("log file")?)
         .stderr(log_file);
     let child = cmd.spawn().with_context(|| format!("starting fuzz target {target}"))?;
-    Ok(Running { target: target.to_owned(), child, log })
+    Ok(Running { target: target.to_owned(), child, log, started: Instant::now() })
 }
 
 /// Waits for a target and prints its executions; an error names the failing input.
@@ -113,12 +115,14 @@ fn finish(mut run: Running) -> anyhow::Result<()> {
     let status = run.child.wait().with_context(|| format!("waiting for fuzz target {}", run.target))?;
     let log = fs::read_to_string(&run.log).unwrap_or_default();
     let stats = Stats::read(&log);
-    let rate = stats.seconds.filter(|&s| s > 0).map_or(0, |seconds| stats.executions / seconds);
+    // Measured here: a run that fails ends without libFuzzer's closing "Done ... in N second(s)".
+    let seconds = run.started.elapsed().as_secs_f64();
+    let rate = (stats.executions as f64 / seconds.max(1.0)) as u64;
     println!(
         "fuzz: {}: {} executions in {} s ({rate}/s), {} new inputs, corpus {} inputs",
         run.target,
         stats.executions,
-        stats.seconds.unwrap_or(0),
+        seconds.round(),
         stats.new_inputs,
         stats.corpus.map_or("?".into(), |n| n.to_string())
     );

@@ -47,7 +47,8 @@ pub(super) fn split(text: &str) -> Vec<Document> {
         } else if marker(line, "...").is_some() {
             docs.push(std::mem::replace(&mut current, Document::at(number + 1)));
         } else if line.starts_with('%') {
-            current.text.push('\n');
+            // Blanked to its line break, if it has one (the last line may not).
+            current.text.push_str(&line[line.trim_end_matches(['\r', '\n']).len()..]);
         } else {
             current.text.push_str(line);
         }

@@ -124,6 +124,15 @@ fn bare_carriage_returns_end_lines_as_yaml_says() {
 }
 
 #[test]
+fn a_directive_on_the_last_line_adds_no_line() {
+    // Found by the manifest fuzz target: the blanked directive line gained a line break it did not have, so an
+    // error at the end of the document named a line past the end of the file.
+    let parsed = parse("?\t# a key without a value\n%TAG ! tag:example.com,2000:");
+    assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+    assert_eq!(parsed.errors[0].line, Some(2), "{}", parsed.errors[0]);
+}
+
+#[test]
 fn typed_list_items_may_omit_kind() {
     let text = concat!(
         "apiVersion: route.openshift.io/v1\n",
