@@ -4,6 +4,10 @@
 //! Needs the nightly toolchain with `rust-src` (`-Z build-std=core`) and `bpf-linker` on `PATH`;
 //! `cargo xtask setup` installs all three. When one is missing this fails with a message saying so
 //! instead of a linker error deep in the nested cargo output.
+//!
+//! `AYA_BUILD_SKIP=1` (aya-build's own switch) builds no eBPF object and embeds empty ones: the XDP front
+//! and the sockmap relay then refuse to load, saying so. The fuzz targets (`fuzz/`) build the library this
+//! way, as they never load a program and a fresh fuzz build would otherwise spend a minute on the eBPF build.
 
 use std::{
     env,
@@ -16,8 +20,15 @@ use anyhow::{bail, Context as _};
 const EBPF_PACKAGE: &str = "router-ebpf";
 const TOOLCHAIN: &str = "nightly";
 const SETUP_HINT: &str = "run `cargo xtask setup` to install it";
+/// The objects aya-build leaves in `OUT_DIR` (the `[[bin]]`s of router-ebpf), which `src/` embeds.
+const OBJECTS: [&str; 2] = ["router-ebpf", "router-sockmap"];
+const SKIP_VAR: &str = "AYA_BUILD_SKIP";
 
 fn main() -> anyhow::Result<()> {
+    println!("cargo:rerun-if-env-changed={SKIP_VAR}");
+    if skip_requested() {
+        return write_empty_objects();
+    }
     check_prerequisites()?;
 
     let manifest_dir = env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR not set")?;
@@ -31,6 +42,21 @@ fn main() -> anyhow::Result<()> {
         aya_build::Toolchain::Nightly,
     )
     .context("building the eBPF object (router-ebpf) failed")
+}
+
+/// aya-build's own reading of `AYA_BUILD_SKIP`.
+fn skip_requested() -> bool {
+    env::var(SKIP_VAR).is_ok_and(|value| value == "1" || value.eq_ignore_ascii_case("true"))
+}
+
+fn write_empty_objects() -> anyhow::Result<()> {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR not set")?);
+    for object in OBJECTS {
+        let path = out_dir.join(object);
+        std::fs::write(&path, b"").with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("cargo:warning={SKIP_VAR} is set: no eBPF object built, the XDP front and sockmap relay cannot load");
+    Ok(())
 }
 
 /// Checks for what the nested eBPF build needs, so a missing piece gets a clear error.

@@ -26,6 +26,9 @@ pub mod admission;
 pub mod balance;
 pub mod config;
 pub mod duration;
+/// Entry points for the fuzz targets in `fuzz/`; not part of the router.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handover;
 pub mod health_check;
 pub mod https;

@@ -14,12 +14,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 
+use crate::dev_cache::cache_dir;
 use crate::packages::dpkg_installed;
 
 /// The upstream release inside Debian's `1.20.5+really1.20.2` source package.
 const KUBERNETES_VERSION: &str = "1.20.2";
-/// Where built binaries are kept between runs (outside the repository, so a fresh clone reuses them).
-const DEFAULT_CACHE_DIR: &str = "/var/cache/router-dev";
 /// Debian packages the build and the tests need.
 const APT_PACKAGES: &[&str] =
     &["golang-1.19-go", "golang-github-modern-go-reflect2-dev", "etcd-server", "make", "rsync", "openssl"];
@@ -59,10 +58,6 @@ pub fn ensure() -> anyhow::Result<ControlPlane> {
     }
     println!("apiserver: ok: {} and {}", kube_apiserver.display(), etcd.display());
     Ok(ControlPlane { kube_apiserver, etcd })
-}
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROUTER_DEV_CACHE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR))
 }
 
 fn answers_version(binary: &Path) -> bool {

@@ -1,9 +1,12 @@
-//! `cargo xtask <setup|run|test|bench|image>`: the project's own set-up, demo and test runner, and the image's
-//! root filesystem.
+//! `cargo xtask <setup|run|test|bench|fuzz|image>`: the project's own set-up, demo and test runner, and the
+//! image's root filesystem.
 
 mod apiserver;
 mod bench;
 mod cargo;
+mod cargo_fuzz;
+mod dev_cache;
+mod fuzz;
 mod image;
 mod packages;
 mod run;
@@ -29,6 +32,8 @@ enum Command {
     Test,
     /// Benchmark the router against HAProxy (OpenShift-style config) and a direct connection; results in bench/results/.
     Bench(bench::BenchArgs),
+    /// Run the fuzz targets (fuzz/) for a while each, on their seeds; prints executions per target.
+    Fuzz(fuzz::FuzzArgs),
     /// Assemble the image's minimal root filesystem (release binary, its shared objects, /etc files) without a
     /// container engine; the Containerfile copies the same tree onto scratch.
     Image(image::ImageArgs),
@@ -43,6 +48,7 @@ fn main() -> anyhow::Result<()> {
             setup::ensure()?;
             bench::run(&args)
         }
+        Command::Fuzz(args) => fuzz::run(&args),
         Command::Image(args) => image::run(&args),
     }
 }

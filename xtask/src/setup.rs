@@ -8,6 +8,8 @@
 //! - `bpf-linker` 0.13, built against the nightly toolchain's own libLLVM: `libLLVM.so` is
 //!   symlinked to the toolchain's `libLLVM.so.<ver>-rust-<ver>` and the linker is installed with
 //!   `LLVM_PREFIX=<sysroot> cargo install bpf-linker --features llvm-<major>`.
+//! - cargo-fuzz for the fuzz step of the tests and `cargo xtask fuzz`, kept in the dev cache
+//!   (`cargo_fuzz`).
 
 use std::{
     ffi::OsStr,
@@ -59,7 +61,16 @@ pub fn run() -> anyhow::Result<()> {
 /// Installs whatever is missing; quick when nothing is. The test runner and the bench call it first.
 pub fn ensure() -> anyhow::Result<()> {
     apt_packages()?;
-    ensure_build()
+    ensure_build()?;
+    crate::cargo_fuzz::ensure()?;
+    Ok(())
+}
+
+/// What the fuzz targets need: the nightly toolchain (libFuzzer's instrumentation flags are nightly-only) and
+/// cargo-fuzz. Returns the cargo-fuzz binary.
+pub fn ensure_fuzz() -> anyhow::Result<PathBuf> {
+    nightly_toolchain()?;
+    crate::cargo_fuzz::ensure()
 }
 
 /// What building the router needs beyond stable Rust (the eBPF object's toolchain), and nothing the tests or

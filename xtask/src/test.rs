@@ -1,7 +1,8 @@
 //! `cargo xtask test`: every test tier that exists, after the set-up it needs. Unit and in-process tests run
 //! as they are; the network-namespace XDP tests need root and the router binary, which is built first; the
-//! apiserver tests get etcd and a kube-apiserver (built once, cached) and must run, not skip. Last, the
-//! benchmark's smoke run (`cargo xtask bench --quick`).
+//! apiserver tests get etcd and a kube-apiserver (built once, cached) and must run, not skip. Then the
+//! benchmark's smoke run (`cargo xtask bench --quick`), and last the fuzz targets, each for a short fixed time
+//! (`fuzz::test_step`).
 //!
 //! The tests run under cargo-nextest where it is installed (it is on the project's machines): each test in its
 //! own process, tests of different binaries side by side, with the groups of `.config/nextest.toml` keeping the
@@ -10,7 +11,7 @@
 use std::process::Command;
 
 use crate::cargo::{build_binaries, cargo};
-use crate::{apiserver, bench, setup};
+use crate::{apiserver, bench, fuzz, setup};
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure()?;
@@ -33,6 +34,8 @@ pub fn run() -> anyhow::Result<()> {
         only: Vec::new(),
         xdp_mode: bench::XdpMode::Skb,
     })?;
+    // Every fuzz target for a short fixed time on its seeds (a finding fails the tests with its input's path).
+    fuzz::test_step()?;
     println!("all tests passed");
     Ok(())
 }

@@ -9,7 +9,8 @@ mod bind;
 mod client;
 mod limit;
 mod prefixed;
-mod proxy_protocol;
+// pub(crate) for `crate::fuzzing`, which checks its parser against the stream reader.
+pub(crate) mod proxy_protocol;
 
 pub use accept::{accept_loop, stop_requested};
 pub use bind::{bind_listeners, listen_addresses, IpMode};

@@ -111,10 +111,10 @@ async fn read_header<S: AsyncRead + Unpin>(stream: &mut S) -> Result<ProxyHeader
 }
 
 /// The two addresses of a header (`None`: none to use) and the header's length in bytes.
-type Parsed = (Option<(SocketAddr, SocketAddr)>, usize);
+pub(crate) type Parsed = (Option<(SocketAddr, SocketAddr)>, usize);
 
 /// Reads a header from the start of `buf`; `Ok(None)` when `buf` is a valid but incomplete prefix.
-fn parse(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
+pub(crate) fn parse(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
     if buf.is_empty() {
         return Ok(None);
     }
@@ -137,20 +137,24 @@ fn is_prefix_of(buf: &[u8], signature: &[u8]) -> bool {
 /// spaces, at most 107 bytes.
 fn parse_v1(buf: &[u8]) -> Result<Option<Parsed>, ProxyProtocolError> {
     let window = buf.get(..buf.len().min(V1_MAX)).unwrap_or_default();
-    let Some(cr) = window.iter().position(|&b| b == b'\r') else {
-        if window.contains(&b'\n') {
-            return Err(ProxyProtocolError::Malformed("v1 line ends without CR"));
-        }
+    // The first line end decides, so that the answer does not depend on how far the bytes have come.
+    let Some(cr) = window.iter().position(|&b| b == b'\r' || b == b'\n') else {
         if window.len() == V1_MAX {
             return Err(ProxyProtocolError::TooLarge(V1_MAX));
         }
         return Ok(None);
     };
+    if window[cr] == b'\n' {
+        return Err(ProxyProtocolError::Malformed("v1 line ends without CR"));
+    }
+    // The CR fixes the line's length, whatever follows it.
     let len = cr + 2;
+    if len > V1_MAX {
+        return Err(ProxyProtocolError::TooLarge(V1_MAX));
+    }
     match buf.get(cr + 1) {
-        None if cr + 1 < V1_MAX => return Ok(None),
-        Some(b'\n') if len <= V1_MAX => {}
-        Some(b'\n') | None => return Err(ProxyProtocolError::TooLarge(V1_MAX)),
+        None => return Ok(None),
+        Some(b'\n') => {}
         Some(_) => return Err(ProxyProtocolError::Malformed("v1 line has CR without LF")),
     }
     let line = buf.get(V1_PREFIX.len()..cr).unwrap_or_default();
@@ -416,6 +420,17 @@ mod tests {
     }
 
     #[test]
+    fn a_v1_line_feed_before_the_carriage_return_is_refused_however_the_bytes_are_split() {
+        // Found by the proxy_protocol fuzz target: with the CR in the buffer the line was judged by what came
+        // before the CR, so "PROXY UNKNOWN\n...\r\n" was accepted whole but refused when read up to the LF.
+        let wire = b"PROXY UNKNOWN\nGET / HTTP/1.1\r\n";
+        for n in 14..=wire.len() {
+            assert_eq!(malformed(&wire[..n]), "v1 line ends without CR", "the first {n} bytes");
+        }
+        assert_eq!(malformed(b"PROXY TCP4 1.2.3.4 5.6.7.8 1\n2\r"), "v1 line ends without CR");
+    }
+
+    #[test]
     fn v1_longest_line_accepted_and_longer_refused() {
         // The longest legal line: two full-length IPv6 addresses and 5-digit ports, 104 bytes.
         let longest = b"PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n";
@@ -435,6 +450,19 @@ mod tests {
         cr_last.resize(V1_MAX - 1, b'x');
         cr_last.push(b'\r');
         assert!(matches!(parse(&cr_last), Err(ProxyProtocolError::TooLarge(V1_MAX))), "LF would be byte 108");
+    }
+
+    #[test]
+    fn a_v1_carriage_return_at_byte_107_is_too_large_whatever_follows_it() {
+        // Found by the proxy_protocol fuzz target: with the byte after the CR in, a non-LF made it "CR without
+        // LF", so the reason (a metric label) depended on how far the bytes had come.
+        let mut line = b"PROXY UNKNOWN ".to_vec();
+        line.resize(V1_MAX - 1, b'x');
+        line.push(b'\r');
+        for next in [&b""[..], b"\n", b"P"] {
+            let wire = [&line[..], next].concat();
+            assert!(matches!(parse(&wire), Err(ProxyProtocolError::TooLarge(V1_MAX))), "followed by {next:?}");
+        }
     }
 
     #[tokio::test]

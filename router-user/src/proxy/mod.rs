@@ -28,7 +28,8 @@ mod sticky;
 // The pod side: the endpoints a request tries, the one it holds, and the way to a pod (own HTTP/1.1
 // client, h2c and reencrypt through hyper).
 mod lease;
-mod pod;
+// pub(crate) for `crate::fuzzing`, which reads pod responses with its parsers.
+pub(crate) mod pod;
 mod request_trial;
 mod upstream;
 

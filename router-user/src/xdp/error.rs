@@ -27,6 +27,8 @@ pub enum XdpError {
     AlreadyAttached { iface: String, prog_id: u32, prog_name: String, mode: &'static str },
     #[error("loading the embedded eBPF object: {}", Chain(.0))]
     Object(aya::EbpfError),
+    #[error("this router was built without its eBPF object (AYA_BUILD_SKIP=1)")]
+    NotBuilt,
     #[error("the embedded eBPF object has no {kind} named {name}")]
     Missing { kind: &'static str, name: &'static str },
     #[error("program {name}: {}", Chain(.cause))]

@@ -378,6 +378,9 @@ fn load_with(conntrack_size: u32, adopt_pins: Option<&Path>) -> Result<Ebpf, Xdp
             loader.map_pin_path(name, dir.join(name));
         }
     }
+    if OBJECT.is_empty() {
+        return Err(XdpError::NotBuilt);
+    }
     let mut ebpf = loader.load(OBJECT).map_err(XdpError::Object)?;
     xdp_program(&mut ebpf)?.load().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?;
     for kind in [LinkKind::TcxEgress, LinkKind::TcxIngress] {

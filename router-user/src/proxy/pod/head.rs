@@ -129,7 +129,8 @@ pub fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Option<Resp
     let span = |part: &[u8]| (part.as_ptr() as usize - base, part.len());
     let code = response.code.unwrap_or_default();
     let version = if response.version == Some(0) { Version::HTTP_10 } else { Version::HTTP_11 };
-    let reason = response.reason.map(|r| span(r.as_bytes()));
+    // A reason holding obs-text comes back from httparse as a static "" outside `buf`: the standard one is used.
+    let reason = response.reason.filter(|r| !r.is_empty()).map(|r| span(r.as_bytes()));
     let spans: Vec<((usize, usize), (usize, usize))> =
         response.headers.iter().map(|h| (span(h.name.as_bytes()), span(h.value))).collect();
     let status = StatusCode::from_u16(code).map_err(|_| HeadError::Malformed(httparse::Error::Status))?;

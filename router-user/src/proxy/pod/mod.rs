@@ -4,10 +4,10 @@
 //! is parsed in place and its header values share the read buffer.
 
 mod body;
-mod chunked;
+pub(crate) mod chunked;
 mod conn;
 mod exchange;
-mod head;
+pub(crate) mod head;
 mod pool;
 
 use std::net::SocketAddr;

@@ -20,6 +20,8 @@ const PROGRAM: &str = "sockmap_verdict";
 pub enum SockmapError {
     #[error("loading the sockmap relay object: {0}")]
     Object(#[source] Box<aya::EbpfError>),
+    #[error("this router was built without its eBPF objects (AYA_BUILD_SKIP=1)")]
+    NotBuilt,
     #[error("the sockmap relay object has no {kind} {name}")]
     Missing { kind: &'static str, name: &'static str },
     #[error("program {PROGRAM}: {0}")]
@@ -52,6 +54,9 @@ impl RedirectMaps {
     /// Loads the object, verifies and attaches the program. Needs CAP_BPF (and CAP_NET_ADMIN for the
     /// SOCKHASH programs) or root.
     pub(super) fn load() -> Result<RedirectMaps, SockmapError> {
+        if OBJECT.is_empty() {
+            return Err(SockmapError::NotBuilt);
+        }
         let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| SockmapError::Object(Box::new(e)))?;
         let take = |ebpf: &mut Ebpf, name: &'static str| {
             ebpf.take_map(name).ok_or(SockmapError::Missing { kind: "map", name })

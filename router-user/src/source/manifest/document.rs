@@ -38,7 +38,7 @@ pub(super) fn split(text: &str) -> Vec<Document> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut docs = Vec::new();
     let mut current = Document::at(1);
-    for (index, line) in text.split_inclusive('\n').enumerate() {
+    for (index, line) in lines_with_breaks(text).enumerate() {
         let number = index + 1;
         if let Some(rest) = marker(line, "---") {
             docs.push(std::mem::replace(&mut current, Document::at(number)));
@@ -47,7 +47,8 @@ pub(super) fn split(text: &str) -> Vec<Document> {
         } else if marker(line, "...").is_some() {
             docs.push(std::mem::replace(&mut current, Document::at(number + 1)));
         } else if line.starts_with('%') {
-            current.text.push('\n');
+            // Blanked to its line break, if it has one (the last line may not).
+            current.text.push_str(&line[line.trim_end_matches(['\r', '\n']).len()..]);
         } else {
             current.text.push_str(line);
         }
@@ -55,6 +56,26 @@ pub(super) fn split(text: &str) -> Vec<Document> {
     docs.push(current);
     docs.retain(|doc| !doc.text.trim().is_empty());
     docs
+}
+
+/// The lines of `text` with their line breaks, which are YAML's: `\r\n`, `\n`, and a `\r` alone (the reader
+/// counts lines so, and the documents' file lines must agree with it).
+fn lines_with_breaks(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let bytes = rest.as_bytes();
+        let end = match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            None => rest.len(),
+            Some(at) if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') => at + 2,
+            Some(at) => at + 1,
+        };
+        let (line, after) = rest.split_at(end);
+        rest = after;
+        Some(line)
+    })
 }
 
 /// The rest of `line` after the marker, if `line` starts with a document marker (`---`/`...` then

@@ -11,7 +11,8 @@
 
 mod document;
 mod error;
-mod parse;
+// pub(crate) for `crate::fuzzing`, which reads manifest files with it.
+pub(crate) mod parse;
 mod store;
 mod tree;
 mod watch;

@@ -25,7 +25,7 @@ use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
 #[derive(Debug, Default)]
-pub(super) struct Parsed {
+pub(crate) struct Parsed {
     pub objects: Snapshot,
     pub errors: Vec<ManifestError>,
 }
@@ -36,7 +36,7 @@ const DOCUMENTS_PER_THREAD: usize = 512;
 /// Parses every document of a file. Errors never stop the other documents (or list items) from
 /// being read. A big file's documents are read on every core, in runs of consecutive documents whose
 /// results are put together in file order (a later definition of an object still wins).
-pub(super) fn parse_file(path: &Path, text: &str) -> Parsed {
+pub(crate) fn parse_file(path: &Path, text: &str) -> Parsed {
     let docs = document::split(text);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let threads = cores.min(docs.len() / DOCUMENTS_PER_THREAD).max(1);

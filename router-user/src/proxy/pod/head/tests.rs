@@ -69,6 +69,18 @@ fn custom_reason_phrases_are_kept() {
     assert!(head("HTTP/1.1 404 Not Found\r\n\r\n").reason.is_none());
 }
 
+#[test]
+fn a_reason_phrase_with_obs_text_gives_the_standard_reason() {
+    // httparse hands back such a reason as a static "" outside the buffer (found by the pod_response fuzz target:
+    // the span arithmetic underflowed).
+    let mut buf = BytesMut::from(&b"HTTP/1.1 502 Caf\xe9 \xa1\x8d\r\nContent-Length: 0\r\n\r\nnext"[..]);
+    let head = parse_response(&mut buf, &Method::GET).expect("valid").expect("complete");
+    assert_eq!(head.status, StatusCode::BAD_GATEWAY);
+    assert!(head.reason.is_none());
+    assert_eq!(head.framing, ResponseFraming::Empty);
+    assert_eq!(&buf[..], b"next");
+}
+
 fn encoded(request: Request<()>, body_empty: bool, exact: Option<u64>) -> (String, RequestFraming) {
     let (parts, ()) = request.into_parts();
     let mut out = BytesMut::new();

@@ -111,6 +111,28 @@ fn syntax_error_in_third_document_has_its_file_line() {
 }
 
 #[test]
+fn bare_carriage_returns_end_lines_as_yaml_says() {
+    // Found by the manifest fuzz target: the YAML reader counts a lone CR as a line break, the document
+    // splitter did not, so errors named lines past the end of the file and `---` after a CR split nothing.
+    let text = "apiVersion: v1\rkind: Namespace\rmetadata: {name: a}\r---\rapiVersion: v1\rkind: Service\r\
+                metadata:\r  name: [c\r  x: 1\r";
+    let parsed = parse(text);
+    assert!(parsed.objects.namespaces.contains_key("a"), "{:?}", parsed.errors);
+    assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+    // The line after the unclosed `[`, as with line feeds.
+    assert_eq!(parsed.errors[0].line, Some(9), "{}", parsed.errors[0]);
+}
+
+#[test]
+fn a_directive_on_the_last_line_adds_no_line() {
+    // Found by the manifest fuzz target: the blanked directive line gained a line break it did not have, so an
+    // error at the end of the document named a line past the end of the file.
+    let parsed = parse("?\t# a key without a value\n%TAG ! tag:example.com,2000:");
+    assert_eq!(parsed.errors.len(), 1, "{:?}", parsed.errors);
+    assert_eq!(parsed.errors[0].line, Some(2), "{}", parsed.errors[0]);
+}
+
+#[test]
 fn typed_list_items_may_omit_kind() {
     let text = concat!(
         "apiVersion: route.openshift.io/v1\n",

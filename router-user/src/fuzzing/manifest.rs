@@ -1,0 +1,24 @@
+//! A manifest file (`--manifests`): its YAML or JSON documents read into objects, then everything the router
+//! derives from them (Ingresses made routes, admission, the compiled route table), as a file change does.
+
+use std::path::Path;
+
+use crate::model::add_ingress_routes;
+use crate::source::manifest::parse::parse_file;
+use crate::table::{build, BuildOptions};
+
+/// Any file: errors name a line of the file, and whatever objects it held compile into a table.
+pub fn manifest(data: &[u8]) {
+    // The source reports a file that is not UTF-8 without parsing it.
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let path = Path::new("/manifests/fuzz.yaml");
+    let mut parsed = parse_file(path, text);
+    // YAML's line breaks: `\r\n`, `\n` and a lone `\r`.
+    let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() + 1;
+    for error in &parsed.errors {
+        let line = error.line.unwrap_or(1);
+        assert!((1..=lines).contains(&line), "{error} in a file of {lines} lines");
+    }
+    add_ingress_routes(&mut parsed.objects);
+    build(&parsed.objects, &BuildOptions::default(), 1);
+}
