@@ -10,8 +10,7 @@ mod xdp_common;
 use std::{fs, path::Path, time::Duration};
 
 use xdp_common::steer_topology::{
-    download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, NODE4, PREFIX,
-    STEER_HOST,
+    download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, PREFIX, STEER_HOST,
 };
 use xdp_common::{dump_counters, is_root, require_tools, PinDir, Process};
 
@@ -57,21 +56,7 @@ fn a_steered_download_survives_a_hand_over_to_a_new_router() {
     let mut a = topo.start_router_with("skb", &pin_dir.0, "a", &handover, &[]);
 
     let body = topo.work.path().join("download.out");
-    let curl_args: Vec<String> = vec![
-        "-sS".into(),
-        "-m".into(),
-        "120".into(),
-        "--http1.1".into(),
-        "--limit-rate".into(),
-        RATE.into(),
-        "--resolve".into(),
-        format!("{STEER_HOST}:443:{NODE4}"),
-        "--cacert".into(),
-        topo.work.path().join("ca.pem").display().to_string(),
-        "-o".into(),
-        body.display().to_string(),
-        format!("https://{STEER_HOST}/{DOWNLOAD}"),
-    ];
+    let curl_args = topo.paced_download(RATE, &body);
     let mut curl = Process::spawn(&topo.client, Path::new("curl"), &curl_args, &[], &topo.work.path().join("curl.log"));
     eventually("the download under way", Duration::from_secs(30), || file_len(&body) >= HAND_OVER_AFTER);
     let text = metrics(&topo.node).expect("metrics");

@@ -30,7 +30,7 @@ use std::{
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
 use xdp_common::{
     dump_counters, dump_formatted, is_root, remove_stale_pin_dirs, require_tools, router_binary, test_backend_binary,
-    Counters, PinDir, Process,
+    xdp_status, Counters, PinDir, Process,
 };
 
 const PREFIX: &str = "rtnp";
@@ -212,18 +212,6 @@ metadata: {{name: app, namespace: demo}}
 spec: {{host: {APP_HOST}, to: {{kind: Service, name: app}}}}
 "#
     )
-}
-
-/// `router xdp status --json`, run in the node namespace.
-fn xdp_status(node: &NetNs, pin_dir: &Path) -> serde_json::Value {
-    let out = node
-        .command(router_binary())
-        .args(["xdp", "status", "--json", "--bpf-pin-dir"])
-        .arg(pin_dir)
-        .output()
-        .expect("run router xdp status");
-    assert!(out.status.success(), "router xdp status failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("status JSON")
 }
 
 /// Polls `check` every 100 ms for up to `limit`.

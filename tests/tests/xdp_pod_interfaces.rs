@@ -10,11 +10,12 @@
 
 mod xdp_common;
 
-use std::{fs, path::Path};
+use std::fs;
 
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
 use xdp_common::{
-    bpftool_dump, dump_counters, is_root, remove_stale_pin_dirs, require_tools, router_binary, PinDir, Process,
+    bpftool_dump, dump_counters, is_root, remove_stale_pin_dirs, require_tools, router_binary, xdp_status, PinDir,
+    Process,
 };
 
 /// Prefix of this test's namespaces and pin dirs (`<prefix>-<pid>-<n>`).
@@ -24,17 +25,6 @@ const POD_IF: &str = "veth-np";
 const NODE_ADDR: &str = "10.207.0.2";
 const POD_SIDE_NODE_ADDR: &str = "10.207.1.2";
 const PINGS: u64 = 4;
-
-fn xdp_status(node: &NetNs, pin_dir: &Path) -> serde_json::Value {
-    let out = node
-        .command(router_binary())
-        .args(["xdp", "status", "--json", "--bpf-pin-dir"])
-        .arg(pin_dir)
-        .output()
-        .expect("run router xdp status");
-    assert!(out.status.success(), "router xdp status failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("status JSON")
-}
 
 fn ping(from: &NetNs, to: &str) {
     let out = from

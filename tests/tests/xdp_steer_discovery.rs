@@ -13,7 +13,7 @@ use router_tests::netns::{veth_pair, VethEnd};
 use xdp_common::steer_topology::{
     eventually, metric, metrics, Topology, NODE_IF, POD_A, POD_B, POD_SIDE_IFS, PREFIX, STEER_HOST,
 };
-use xdp_common::{is_root, require_tools, router_binary, PinDir};
+use xdp_common::{is_root, require_tools, xdp_status, PinDir};
 
 /// `bpftool -j link show pinned <pin>`: the link's JSON, or `None` when there is no such pin.
 fn pinned_link(topo: &Topology, pin: &Path) -> Option<serde_json::Value> {
@@ -23,15 +23,7 @@ fn pinned_link(topo: &Topology, pin: &Path) -> Option<serde_json::Value> {
 
 /// The interfaces `router xdp status` finds `steer_ingress` on (it asks every interface's tcx ingress hook).
 fn steer_ingress_on(topo: &Topology, pin_dir: &Path) -> Vec<String> {
-    let out = topo
-        .node
-        .command(router_binary())
-        .args(["xdp", "status", "--json", "--bpf-pin-dir"])
-        .arg(pin_dir)
-        .output()
-        .expect("run router xdp status");
-    assert!(out.status.success(), "router xdp status failed: {}", String::from_utf8_lossy(&out.stderr));
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    let status = xdp_status(&topo.node, pin_dir);
     let mut ifaces: Vec<String> = status["attachments"]
         .as_array()
         .expect("attachments")

@@ -15,28 +15,15 @@ use std::{
 };
 
 use xdp_common::steer_topology::{
-    download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, NODE4, NODE_IF, PREFIX,
+    download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, NODE_IF, PREFIX,
     STEER_HOST,
 };
-use xdp_common::{dump_counters, is_root, require_tools, router_binary, PinDir, Process};
+use xdp_common::{dump_counters, is_root, require_tools, xdp_status, PinDir, Process};
 
 /// The download's pace: slow enough that the router dies and a new one starts while it runs.
 const RATE: &str = "2M";
 /// Bytes received before the router is killed.
 const KILL_AFTER: u64 = 4 << 20;
-
-/// `router xdp status --json` on `pin_dir`, run in the node namespace.
-fn status(topo: &Topology, router: &Path, pin_dir: &Path) -> serde_json::Value {
-    let out = topo
-        .node
-        .command(router)
-        .args(["xdp", "status", "--json", "--bpf-pin-dir"])
-        .arg(pin_dir)
-        .output()
-        .expect("run router xdp status");
-    assert!(out.status.success(), "router xdp status failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("status JSON")
-}
 
 fn steered_flow_count(status: &serde_json::Value) -> u64 {
     status["steered_flows"]["count"].as_u64().expect("steered_flows.count")
@@ -68,7 +55,6 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     let mut topo = Topology::new(PREFIX, &[(DOWNLOAD, &download_content())]);
     topo.write_manifests("", 0);
     let pin_dir = PinDir::new(PREFIX, 10);
-    let router_bin = router_binary();
     let mut first = topo.start_router_logged("skb", &pin_dir.0, "first");
     let mut pinned_now = link_pins(&pin_dir.0);
     pinned_now.sort_unstable();
@@ -78,21 +64,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     // The download, paced, in the background.
     let body = topo.work.path().join("download.out");
     let curl_log = topo.work.path().join("curl.log");
-    let curl_args: Vec<String> = vec![
-        "-sS".into(),
-        "-m".into(),
-        "120".into(),
-        "--http1.1".into(),
-        "--limit-rate".into(),
-        RATE.into(),
-        "--resolve".into(),
-        format!("{STEER_HOST}:443:{NODE4}"),
-        "--cacert".into(),
-        topo.work.path().join("ca.pem").display().to_string(),
-        "-o".into(),
-        body.display().to_string(),
-        format!("https://{STEER_HOST}/{DOWNLOAD}"),
-    ];
+    let curl_args = topo.paced_download(RATE, &body);
     let mut curl = Process::spawn(&topo.client, Path::new("curl"), &curl_args, &[], &curl_log);
     eventually("the download under way", Duration::from_secs(30), || file_len(&body) >= KILL_AFTER);
     let text = metrics(&topo.node).expect("metrics");
@@ -117,7 +89,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
         topo.node.command("bpftool").args(["-j", "link", "show", "pinned"]).arg(&pinned).output().expect("bpftool");
     let link: serde_json::Value = serde_json::from_slice(&link.stdout).expect("bpftool link JSON");
     assert_eq!(link["type"], "xdp", "the pinned link holds xdp_front: {link}");
-    let orphaned = status(&topo, &router_bin, &pin_dir.0);
+    let orphaned = xdp_status(&topo.node, &pin_dir.0);
     assert_eq!(steered_flow_count(&orphaned), 1, "status reads the flow from the pins: {orphaned}");
     let received = file_len(&body);
     eventually("the download moving with no router", Duration::from_secs(10), || file_len(&body) > received);
@@ -131,7 +103,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     assert!(link_pins(&pin_dir.0).contains(&pod_link), "{pod_link} adopted: {:?}", link_pins(&pin_dir.0));
     let text = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_flows"), 1, "the adopted flow is watched: {text}");
-    let adopted = status(&topo, &router_bin, &pin_dir.0);
+    let adopted = xdp_status(&topo.node, &pin_dir.0);
     assert_eq!(steered_flow_count(&adopted), 1, "{adopted}");
     assert!(
         curl.child.try_wait().expect("poll curl").is_none(),

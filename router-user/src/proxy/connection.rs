@@ -103,27 +103,19 @@ pub async fn serve_client<I>(
             tokio::select! {
                 result = connection.as_mut() => result,
                 _ = stop_requested(&mut shutdown) => {
-                    if drain_proxy.closes_on_next_response() {
-                        // After a hand-over the clients' traffic goes on: a busy connection closes with its next
-                        // response, and only one idle for a while is closed by the router.
-                        let mut idle_since = None;
-                        loop {
-                            tokio::select! {
-                                result = connection.as_mut() => break result,
-                                _ = tokio::time::sleep(DRAIN_POLL) => {
-                                    if drain_clock.busy() {
-                                        idle_since = None;
-                                    } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= HANDOVER_IDLE_CLOSE {
-                                        connection.as_mut().graceful_shutdown();
-                                        break connection.await;
-                                    }
-                                }
-                            }
+                    // After a hand-over the clients' traffic goes on: a busy connection closes with its next
+                    // response, and only one idle for a while is closed by the router.
+                    let finished = match drain_proxy.closes_on_next_response() {
+                        true => finished_or_idle(connection.as_mut(), &drain_clock, HANDOVER_IDLE_CLOSE).await,
+                        false => None,
+                    };
+                    match finished {
+                        Some(result) => result,
+                        None => {
+                            // Finish the request in flight, then close instead of waiting for the next one.
+                            connection.as_mut().graceful_shutdown();
+                            connection.await
                         }
-                    } else {
-                        // Finish the request in flight, then close instead of waiting for the next one.
-                        connection.as_mut().graceful_shutdown();
-                        connection.await
                     }
                 }
             }
@@ -148,19 +140,7 @@ pub async fn serve_client<I>(
                     // After a hand-over the client may still be sending a request it wrote before it read the
                     // GOAWAY: the GOAWAY exchange ends the connection, and only one idle for a while is dropped.
                     let idle_wait = if drain_proxy.closes_on_next_response() { HANDOVER_IDLE_CLOSE } else { Duration::ZERO };
-                    let mut idle_since = None;
-                    loop {
-                        tokio::select! {
-                            result = connection.as_mut() => break result,
-                            _ = tokio::time::sleep(DRAIN_POLL) => {
-                                if drain_clock.busy() {
-                                    idle_since = None;
-                                } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= idle_wait {
-                                    break Ok(());
-                                }
-                            }
-                        }
-                    }
+                    finished_or_idle(connection.as_mut(), &drain_clock, idle_wait).await.unwrap_or(Ok(()))
                 }
             }
         }
@@ -175,6 +155,28 @@ pub async fn serve_client<I>(
     }
     if let Err(error) = result {
         debug!(error = ?error, "connection ended with an error");
+    }
+}
+
+/// Drives a draining `connection` until it finishes (`Some` of its result) or has served nothing for
+/// `idle_wait` (`None`).
+async fn finished_or_idle<F: std::future::Future>(
+    mut connection: std::pin::Pin<&mut F>,
+    clock: &ConnectionClock,
+    idle_wait: Duration,
+) -> Option<F::Output> {
+    let mut idle_since = None;
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => return Some(result),
+            _ = tokio::time::sleep(DRAIN_POLL) => {
+                if clock.busy() {
+                    idle_since = None;
+                } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= idle_wait {
+                    return None;
+                }
+            }
+        }
     }
 }
 

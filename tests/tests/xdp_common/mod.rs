@@ -181,6 +181,18 @@ pub fn remove_stale_pin_dirs(prefix: &str) {
 
 pub use router_tests::binaries::{router_binary, test_backend_binary};
 
+/// `router xdp status --json` on `pin_dir`, run in `node`.
+pub fn xdp_status(node: &NetNs, pin_dir: &Path) -> serde_json::Value {
+    let out = node
+        .command(router_binary())
+        .args(["xdp", "status", "--json", "--bpf-pin-dir"])
+        .arg(pin_dir)
+        .output()
+        .expect("run router xdp status");
+    assert!(out.status.success(), "router xdp status failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("status JSON")
+}
+
 /// Counter names by index, as `router xdp status` prints them (the layout is router_common::stats).
 pub use router_common::stats::STATS_NAMES as COUNTER_NAMES;
 

@@ -265,6 +265,15 @@ impl Topology {
         router
     }
 
+    /// curl's arguments for the download through the steered route, at most `rate` per second, into `out`.
+    pub fn paced_download(&self, rate: &str, out: &Path) -> Vec<String> {
+        let mut args: Vec<String> = ["-sS", "-m", "120", "--http1.1", "--limit-rate", rate].map(String::from).to_vec();
+        args.extend(["--resolve".into(), format!("{STEER_HOST}:443:{NODE4}")]);
+        args.extend(["--cacert".into(), self.work.path().join("ca.pem").display().to_string()]);
+        args.extend(["-o".into(), out.display().to_string(), format!("https://{STEER_HOST}/{DOWNLOAD}")]);
+        args
+    }
+
     /// curl through `host` resolved to the node; returns (exit code, HTTP status, body, verbose log).
     pub fn curl(&self, host: &str, path: &str, extra: &[&str]) -> (i32, u16, Vec<u8>, String) {
         let out = self
