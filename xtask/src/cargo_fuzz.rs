@@ -28,16 +28,7 @@ pub fn ensure() -> anyhow::Result<PathBuf> {
         .arg(&root)
         // Outside the workspace, and without the outer cargo's compiler overrides.
         .current_dir(std::env::temp_dir());
-    for var in [
-        "RUSTC",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-    ] {
-        install.env_remove(var);
-    }
+    crate::setup::without_outer_overrides(&mut install);
     let status = install.status().context("running cargo install cargo-fuzz")?;
     if !status.success() {
         bail!("cargo install cargo-fuzz failed ({status})");

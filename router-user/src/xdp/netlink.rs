@@ -208,18 +208,21 @@ impl RouteSocket {
     }
 }
 
+/// One netlink attribute as the kernel writes it, for the parsers' tests.
+#[cfg(test)]
+pub(super) fn test_attr(kind: u16, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((RTA_HDR_LEN + value.len()) as u16).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(value);
+    out.resize(align4(out.len()), 0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_attr as attr;
     use super::*;
-
-    fn attr(kind: u16, value: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&((RTA_HDR_LEN + value.len()) as u16).to_ne_bytes());
-        out.extend_from_slice(&kind.to_ne_bytes());
-        out.extend_from_slice(value);
-        out.resize(align4(out.len()), 0);
-        out
-    }
 
     fn newlink(attrs: &[u8]) -> Vec<u8> {
         let mut msg = getlink_request(7);

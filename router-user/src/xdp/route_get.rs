@@ -86,16 +86,7 @@ fn parse_getroute_reply(buf: &[u8]) -> io::Result<RouteTo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xdp::netlink::align4;
-
-    fn attr(kind: u16, value: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&((RTA_HDR_LEN + value.len()) as u16).to_ne_bytes());
-        out.extend_from_slice(&kind.to_ne_bytes());
-        out.extend_from_slice(value);
-        out.resize(align4(out.len()), 0);
-        out
-    }
+    use crate::xdp::netlink::test_attr as attr;
 
     fn message(kind: u16, body: &[u8]) -> Vec<u8> {
         let mut msg = Vec::new();
