@@ -28,7 +28,7 @@ pub fn ensure() -> anyhow::Result<PathBuf> {
         .arg(&root)
         // Outside the workspace, and without the outer cargo's compiler overrides.
         .current_dir(std::env::temp_dir());
-    crate::setup::without_outer_overrides(&mut install);
+    crate::cargo_install::without_outer_overrides(&mut install);
     let status = install.status().context("running cargo install cargo-fuzz")?;
     if !status.success() {
         bail!("cargo install cargo-fuzz failed ({status})");

@@ -5,6 +5,7 @@ mod apiserver;
 mod bench;
 mod cargo;
 mod cargo_fuzz;
+mod cargo_install;
 mod dev_cache;
 mod fuzz;
 mod image;

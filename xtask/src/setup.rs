@@ -191,7 +191,7 @@ fn bpf_linker() -> anyhow::Result<String> {
         .env("LLVM_PREFIX", &sysroot)
         // Outside the workspace, and without the outer cargo's compiler overrides.
         .current_dir(std::env::temp_dir());
-    without_outer_overrides(&mut install);
+    crate::cargo_install::without_outer_overrides(&mut install);
     run_checked(&mut install)?;
 
     match bpf_linker_version() {
@@ -256,20 +256,6 @@ fn stdout(cmd: &mut Command) -> anyhow::Result<String> {
         bail!("{} failed ({status}): {}", describe(cmd), String::from_utf8_lossy(&stderr).trim());
     }
     Ok(String::from_utf8_lossy(&stdout).trim().to_owned())
-}
-
-/// Keeps the outer cargo's compiler overrides out of a `cargo install` run from here.
-pub(crate) fn without_outer_overrides(cmd: &mut Command) {
-    for var in [
-        "RUSTC",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-    ] {
-        cmd.env_remove(var);
-    }
 }
 
 fn run_checked(cmd: &mut Command) -> anyhow::Result<()> {
