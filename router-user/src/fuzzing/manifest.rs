@@ -4,13 +4,18 @@
 use std::path::Path;
 
 use crate::model::add_ingress_routes;
+use crate::source::manifest::block_yaml::answers_beside_full_reader;
 use crate::source::manifest::parse::parse_file;
 use crate::table::{build, BuildOptions};
 
-/// Any file: errors name a line of the file, and whatever objects it held compile into a table.
+/// Any file: errors name a line of the file, whatever objects it held compile into a table, and every
+/// document the fast block reader answers reads the same with the full YAML reader.
 pub fn manifest(data: &[u8]) {
     // The source reports a file that is not UTF-8 without parsing it.
     let Ok(text) = std::str::from_utf8(data) else { return };
+    for (fast, full) in answers_beside_full_reader(text) {
+        assert_eq!(Some(&fast), full.as_ref(), "the fast block reader contradicts the full YAML reader");
+    }
     let path = Path::new("/manifests/fuzz.yaml");
     let mut parsed = parse_file(path, text);
     // YAML's line breaks: `\r\n`, `\n` and a lone `\r`.

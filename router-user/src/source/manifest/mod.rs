@@ -1,6 +1,7 @@
 //! The manifest source: Kubernetes objects from YAML/JSON files (`--manifests PATH`), watched.
 //!
 //! - `yaml`: the YAML reader's options, and an error's line and reason.
+//! - `block_yaml`: a fast reader for plain block-style documents; anything else goes to `yaml`.
 //! - `document`: splits a file into YAML documents with their first file line, and locates nodes
 //!   (list items, the field a path names) in them.
 //! - `parse`: turns one file's text into a per-file `Snapshot` plus `ManifestError`s.
@@ -9,6 +10,8 @@
 //! - `watch`: `spawn_watch`, notify events plus a slow poll, debounced, sending a `SourceUpdate`
 //!   per change.
 
+// pub(crate) for `crate::fuzzing`, which checks it against the full reader.
+pub(crate) mod block_yaml;
 mod document;
 mod error;
 // pub(crate) for `crate::fuzzing`, which reads manifest files with it.

@@ -1,6 +1,7 @@
 //! Turns one manifest file's text into its objects (a per-file `Snapshot`) and its errors.
 //!
-//! Each document is read into a JSON value (syntax errors carry their line), dispatched on
+//! Each document is read into a JSON value (by the fast block reader where it can, else the full YAML reader,
+//! whose syntax errors carry their line), dispatched on
 //! `apiVersion`+`kind`, and converted into the typed object, as the API server converts YAML to JSON
 //! before decoding. When that conversion fails, its error names the path of the offending field, and
 //! walking the document text to that path gives the field's file line.
@@ -18,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 
+use super::block_yaml;
 use super::document::{self, Document, Step};
 use super::error::ManifestError;
 use super::yaml;
@@ -112,7 +114,8 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn document(&mut self) {
-        let value: Value = match yaml::from_str(&self.doc.text) {
+        let read = block_yaml::read(&self.doc.text).map_or_else(|| yaml::from_str(&self.doc.text), Ok);
+        let value: Value = match read {
             Ok(value) => value,
             Err(err) => {
                 let line = yaml::line(&err).unwrap_or(1);

@@ -1,0 +1,369 @@
+//! A fast reader for the plain block-style YAML that `oc get -o yaml`, `kubectl` and generators print: block
+//! mappings and sequences, one-line plain and quoted scalars, literal block scalars (`|`, `|-`), `[]` and `{}`.
+//!
+//! It reads such a document several times faster than the full YAML reader, which matters at 100,000 routes
+//! (a 100 MB file). It never reports errors and never guesses: at the first thing outside that subset (flow
+//! collections, anchors, aliases, tags, folded or multi-line scalars, comments after a value, a scalar whose
+//! type the YAML schema options decide, tabs, CR line breaks, anything malformed) it answers `None` and the
+//! caller reads the document with the full reader, which also owns every error message. Where it answers,
+//! the value is the one the full reader gives (checked on the fixtures and by the `manifest` fuzz target).
+
+use serde_json::{Map, Value};
+
+/// The document `text` (no `---` marker in it) as a JSON value, or `None` when the full reader must read it.
+pub(super) fn read(text: &str) -> Option<Value> {
+    if !printable_without_tabs(text) {
+        return None;
+    }
+    let mut reader = Reader { lines: text.split('\n').map(Line::new).collect(), at: 0 };
+    let Some(first) = reader.next_content() else {
+        return Some(Value::Null);
+    };
+    if first.indent > 0 {
+        return None; // content on the `---` line itself, or an indented document
+    }
+    let value = if is_item(first.body) { reader.sequence(first.indent)? } else { reader.mapping(first.indent)? };
+    match reader.next_content() {
+        None => Some(value),
+        Some(_) => None,
+    }
+}
+
+/// Whether `text` holds only what YAML allows in a document (no control characters, no byte order mark
+/// inside) and no tabs or carriage returns (both change how a line reads; the full reader knows how).
+fn printable_without_tabs(text: &str) -> bool {
+    let ascii_ok = !text.bytes().any(|b| (b < 0x20 && b != b'\n') || b == 0x7f);
+    let special =
+        |c: char| c.is_control() || matches!(c, '\u{feff}' | '\u{fffe}' | '\u{ffff}' | '\u{2028}' | '\u{2029}');
+    ascii_ok && (text.is_ascii() || !text.chars().any(special))
+}
+
+/// Every document of the file `text` that `read` answers, beside what the full reader makes of it (`None`
+/// where it fails): the two must be equal. For the `manifest` fuzz target.
+pub(crate) fn answers_beside_full_reader(text: &str) -> Vec<(Value, Option<Value>)> {
+    let docs = super::document::split(text);
+    let answered = docs.iter().filter_map(|doc| Some((read(&doc.text)?, doc)));
+    answered.map(|(fast, doc)| (fast, super::yaml::from_str::<Value>(&doc.text).ok())).collect()
+}
+
+#[derive(Clone, Copy)]
+struct Line<'t> {
+    indent: usize,
+    /// The line after its indentation, trailing spaces removed.
+    body: &'t str,
+    /// The line after its indentation as it is (trailing spaces are content in a block scalar).
+    text: &'t str,
+}
+
+impl<'t> Line<'t> {
+    fn new(raw: &'t str) -> Self {
+        let text = raw.trim_start_matches(' ');
+        Line { indent: raw.len() - text.len(), body: text.trim_end_matches(' '), text }
+    }
+
+    /// Blank, or a comment line: neither is content outside a block scalar.
+    fn is_filler(&self) -> bool {
+        self.body.is_empty() || self.body.starts_with('#')
+    }
+}
+
+struct Reader<'t> {
+    lines: Vec<Line<'t>>,
+    at: usize,
+}
+
+impl<'t> Reader<'t> {
+    /// The next line that is neither blank nor a comment, without consuming it.
+    fn next_content(&mut self) -> Option<Line<'t>> {
+        while let Some(line) = self.lines.get(self.at) {
+            if !line.is_filler() {
+                return Some(*line);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    /// The block mapping whose keys sit at column `indent`, from the current line.
+    fn mapping(&mut self, indent: usize) -> Option<Value> {
+        let mut map = Map::new();
+        while let Some(line) = self.next_content() {
+            if line.indent < indent || (line.indent == indent && is_item(line.body)) {
+                break;
+            }
+            if line.indent > indent {
+                return None;
+            }
+            let (key, rest) = split_key(line.body)?;
+            self.at += 1;
+            let value = match rest {
+                "" => self.nested(indent, true)?,
+                "|" | "|-" => self.literal(indent, rest == "|-")?,
+                _ => scalar(rest)?,
+            };
+            if map.insert(key.to_owned(), value).is_some() {
+                return None;
+            }
+        }
+        Some(Value::Object(map))
+    }
+
+    /// The block sequence whose `-` indicators sit at column `indent`, from the current line.
+    fn sequence(&mut self, indent: usize) -> Option<Value> {
+        let mut items = Vec::new();
+        while let Some(line) = self.next_content() {
+            if line.indent < indent || !is_item(line.body) {
+                break;
+            }
+            if line.indent > indent {
+                return None;
+            }
+            let after_dash = &line.body[1..];
+            let rest = after_dash.trim_start_matches(' ');
+            let item = if rest.is_empty() {
+                self.at += 1;
+                self.nested(indent, false)?
+            } else {
+                // The item's content starts on this line: read it as if it were a line of its own at its column.
+                let column = indent + 1 + (after_dash.len() - rest.len());
+                self.lines[self.at] = Line { indent: column, body: rest, text: rest };
+                if is_item(rest) {
+                    self.sequence(column)?
+                } else if split_key(rest).is_some() {
+                    self.mapping(column)?
+                } else {
+                    self.at += 1;
+                    match rest {
+                        "|" | "|-" => self.literal(indent, rest == "|-")?,
+                        _ => scalar(rest)?,
+                    }
+                }
+            };
+            items.push(item);
+        }
+        Some(Value::Array(items))
+    }
+
+    /// The value of a key or item with nothing after it on its line: a block node below it (a sequence may
+    /// sit at the key's own column), or null.
+    fn nested(&mut self, parent: usize, sequence_at_parent: bool) -> Option<Value> {
+        let Some(line) = self.next_content() else {
+            return Some(Value::Null);
+        };
+        if line.indent > parent {
+            if is_item(line.body) {
+                self.sequence(line.indent)
+            } else if split_key(line.body).is_some() {
+                self.mapping(line.indent)
+            } else {
+                None // a scalar on the next line (a multi-line plain scalar, or a node property)
+            }
+        } else if line.indent == parent && sequence_at_parent && is_item(line.body) {
+            self.sequence(line.indent)
+        } else {
+            Some(Value::Null)
+        }
+    }
+
+    /// A literal block scalar (`|` keeps one final line break, `|-` none) whose parent sits at column
+    /// `parent`: the lines below it indented more than the parent, less the first content line's indentation.
+    fn literal(&mut self, parent: usize, strip: bool) -> Option<Value> {
+        let start = self.at;
+        let mut end = start;
+        let mut last_content = None;
+        let mut content_indent = None;
+        while let Some(line) = self.lines.get(end) {
+            if line.body.is_empty() {
+                end += 1;
+                continue;
+            }
+            if line.indent <= parent {
+                break;
+            }
+            let indent = *content_indent.get_or_insert(line.indent);
+            if line.indent < indent {
+                return None;
+            }
+            last_content = Some(end);
+            end += 1;
+        }
+        let (last, indent) = (last_content?, content_indent?);
+        let mut text = String::new();
+        for (n, line) in self.lines[start..=last].iter().enumerate() {
+            if n > 0 {
+                text.push('\n');
+            }
+            if line.body.is_empty() {
+                // Spaces beyond the content's indentation on an empty line would be content; leave them to the
+                // full reader.
+                if line.indent > indent {
+                    return None;
+                }
+            } else {
+                text.extend(std::iter::repeat_n(' ', line.indent - indent));
+                text.push_str(line.text);
+            }
+        }
+        if !strip {
+            text.push('\n');
+        }
+        self.at = last + 1;
+        Some(Value::String(text))
+    }
+}
+
+/// A `- ` item line (or a `-` alone).
+fn is_item(body: &str) -> bool {
+    body == "-" || body.starts_with("- ")
+}
+
+/// `key: rest` with a plain key; `rest` is empty for `key:` at the end of the line. `None` when the line is
+/// not one this reader takes as a mapping entry.
+fn split_key(body: &str) -> Option<(&str, &str)> {
+    let first = *body.as_bytes().first()?;
+    if is_indicator(first) || first == b'-' || first == b'<' {
+        return None;
+    }
+    let colon = body.find(": ").or_else(|| body.strip_suffix(':').map(str::len))?;
+    let key = &body[..colon];
+    if key.contains(['#', '\'', '"']) || key.ends_with(' ') || key_is_typed(key) {
+        return None;
+    }
+    Some((key, body[colon + 1..].trim_start_matches(' ')))
+}
+
+/// Keys the schema would read as something other than their text (null, booleans, numbers).
+fn key_is_typed(key: &str) -> bool {
+    matches!(scalar(key), Some(Value::Null | Value::Bool(_) | Value::Number(_)) | None)
+}
+
+/// YAML's indicator characters that may not start a plain scalar (or that start one this reader leaves to the
+/// full reader).
+fn is_indicator(byte: u8) -> bool {
+    matches!(byte, b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>')
+        || matches!(byte, b'\'' | b'"' | b'%' | b'@' | b'`')
+}
+
+/// A scalar on one line (nothing else follows it on the line).
+fn scalar(text: &str) -> Option<Value> {
+    match text.as_bytes().first()? {
+        b'\'' => single_quoted(text).map(Value::String),
+        b'"' => double_quoted(text).map(Value::String),
+        _ if text == "[]" => Some(Value::Array(Vec::new())),
+        _ if text == "{}" => Some(Value::Object(Map::new())),
+        &first if is_indicator(first) => None,
+        b'-' if matches!(text.as_bytes().get(1), None | Some(b' ')) => None,
+        _ => plain(text),
+    }
+}
+
+/// A plain scalar: null, `true`/`false`, a decimal integer, or a string. Anything the schema options decide
+/// (other spellings of booleans and null, floats, octal and hex, leading zeros, underscores) goes to the
+/// full reader.
+fn plain(text: &str) -> Option<Value> {
+    if text.contains(": ") || text.ends_with(':') || text.contains(" #") {
+        return None;
+    }
+    match text {
+        "~" | "null" => return Some(Value::Null),
+        "true" => return Some(Value::Bool(true)),
+        "false" => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    let spelled = |words: &[&str], text: &str| words.iter().any(|word| word.eq_ignore_ascii_case(text));
+    if spelled(&["null", "true", "false", "yes", "no", "on", "off", "y", "n"], text) {
+        return None;
+    }
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if spelled(&[".inf", ".nan"], unsigned) {
+        return None;
+    }
+    let starts_numeric = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+    if !starts_numeric {
+        return Some(Value::String(text.to_owned()));
+    }
+    if unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        let canonical = !text.starts_with('+') && text != "-0" && (unsigned == "0" || !unsigned.starts_with('0'));
+        return if canonical { text.parse::<i64>().ok().map(Value::from) } else { None };
+    }
+    let radix_prefix = unsigned.starts_with('0') && unsigned[1..].starts_with(|c: char| c.is_ascii_alphabetic());
+    if looks_like_float(unsigned) || unsigned.contains('_') || radix_prefix {
+        return None;
+    }
+    Some(Value::String(text.to_owned()))
+}
+
+/// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`: the core schema's float, sign removed.
+fn looks_like_float(text: &str) -> bool {
+    let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let whole = digits(text);
+    let mut rest = &text[whole..];
+    let mut fraction = 0;
+    if let Some(after) = rest.strip_prefix('.') {
+        fraction = digits(after);
+        rest = &after[fraction..];
+    } else if whole == 0 {
+        return false;
+    }
+    if whole == 0 && fraction == 0 {
+        return false;
+    }
+    if let Some(after) = rest.strip_prefix(['e', 'E']) {
+        let after = after.strip_prefix(['-', '+']).unwrap_or(after);
+        let exponent = digits(after);
+        return exponent > 0 && exponent == after.len();
+    }
+    rest.is_empty()
+}
+
+/// `'...'` with `''` for a quote, alone on the rest of the line.
+fn single_quoted(text: &str) -> Option<String> {
+    let inner = text.strip_prefix('\'')?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if c != '\'' {
+            out.push(c);
+            continue;
+        }
+        if inner[at + 1..].starts_with('\'') {
+            out.push('\'');
+            chars.next();
+            continue;
+        }
+        return inner[at + 1..].is_empty().then_some(out);
+    }
+    None
+}
+
+/// `"..."` with the common escapes, alone on the rest of the line.
+fn double_quoted(text: &str) -> Option<String> {
+    let inner = text.strip_prefix('"')?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return inner[at + 1..].is_empty().then_some(out),
+            '\\' => {
+                let escaped = match chars.next()?.1 {
+                    '\\' => '\\',
+                    '"' => '"',
+                    '/' => '/',
+                    'n' => '\n',
+                    't' => '\t',
+                    'u' => {
+                        let hex: String = (0..4).map(|_| chars.next().map(|(_, c)| c)).collect::<Option<_>>()?;
+                        char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+                    }
+                    _ => return None,
+                };
+                out.push(escaped);
+            }
+            _ => out.push(c),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;
