@@ -224,7 +224,7 @@ fn split_key(body: &str) -> Option<(&str, &str)> {
     if is_indicator(first) || first == b'-' || first == b'<' {
         return None;
     }
-    let colon = body.find(": ").or_else(|| body.strip_suffix(':').map(str::len))?;
+    let colon = find_pair(body, b':', b' ').or_else(|| body.strip_suffix(':').map(str::len))?;
     let key = &body[..colon];
     if key.contains(['#', '\'', '"']) || key.ends_with(' ') || key_is_typed(key) {
         return None;
@@ -232,9 +232,22 @@ fn split_key(body: &str) -> Option<(&str, &str)> {
     Some((key, body[colon + 1..].trim_start_matches(' ')))
 }
 
-/// Keys the schema would read as something other than their text (null, booleans, numbers).
+/// Keys the schema might read as something other than their text (null, booleans, numbers): those starting
+/// like a number or `~`, and the spellings of null and the booleans.
 fn key_is_typed(key: &str) -> bool {
-    matches!(scalar(key), Some(Value::Null | Value::Bool(_) | Value::Number(_)) | None)
+    key.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | '~')) || is_keyword(key)
+}
+
+/// Spellings that YAML 1.1 or 1.2 reads as null or a boolean, in any case.
+fn is_keyword(text: &str) -> bool {
+    const WORDS: [&str; 9] = ["null", "true", "false", "yes", "no", "on", "off", "y", "n"];
+    text.len() <= 5 && WORDS.iter().any(|word| word.eq_ignore_ascii_case(text))
+}
+
+/// The position of the first `first` directly followed by `second` (a byte scan: these texts are short, and a
+/// substring search costs more than it saves on them).
+fn find_pair(text: &str, first: u8, second: u8) -> Option<usize> {
+    text.as_bytes().windows(2).position(|pair| pair[0] == first && pair[1] == second)
 }
 
 /// YAML's indicator characters that may not start a plain scalar (or that start one this reader leaves to the
@@ -261,7 +274,7 @@ fn scalar(text: &str) -> Option<Value> {
 /// (other spellings of booleans and null, floats, octal and hex, leading zeros, underscores) goes to the
 /// full reader.
 fn plain(text: &str) -> Option<Value> {
-    if text.contains(": ") || text.ends_with(':') || text.contains(" #") {
+    if find_pair(text, b':', b' ').is_some() || text.ends_with(':') || find_pair(text, b' ', b'#').is_some() {
         return None;
     }
     match text {
@@ -270,12 +283,11 @@ fn plain(text: &str) -> Option<Value> {
         "false" => return Some(Value::Bool(false)),
         _ => {}
     }
-    let spelled = |words: &[&str], text: &str| words.iter().any(|word| word.eq_ignore_ascii_case(text));
-    if spelled(&["null", "true", "false", "yes", "no", "on", "off", "y", "n"], text) {
+    if is_keyword(text) {
         return None;
     }
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if spelled(&[".inf", ".nan"], unsigned) {
+    if [".inf", ".nan"].iter().any(|word| word.eq_ignore_ascii_case(unsigned)) {
         return None;
     }
     let starts_numeric = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.');

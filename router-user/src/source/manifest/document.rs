@@ -38,8 +38,21 @@ pub(super) fn split(text: &str) -> Vec<Document> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut docs = Vec::new();
     let mut current = Document::at(1);
+    // Ordinary lines are copied as one run (from `run` to the next special line): a file of thousands of
+    // documents is copied in thousands of pieces, not millions.
+    let mut run = None;
+    let mut offset = 0;
     for (index, line) in lines_with_breaks(text).enumerate() {
-        let number = index + 1;
+        let (number, start) = (index + 1, offset);
+        offset += line.len();
+        let special = line.starts_with("---") || line.starts_with("...") || line.starts_with('%');
+        if !special {
+            run.get_or_insert(start);
+            continue;
+        }
+        if let Some(from) = run.take() {
+            current.text.push_str(&text[from..start]);
+        }
         if let Some(rest) = marker(line, "---") {
             docs.push(std::mem::replace(&mut current, Document::at(number)));
             current.text.push_str("   ");
@@ -52,6 +65,9 @@ pub(super) fn split(text: &str) -> Vec<Document> {
         } else {
             current.text.push_str(line);
         }
+    }
+    if let Some(from) = run {
+        current.text.push_str(&text[from..]);
     }
     docs.push(current);
     docs.retain(|doc| !doc.text.trim().is_empty());
