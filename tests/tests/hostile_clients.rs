@@ -6,6 +6,9 @@
 //! figure is printed). The router runs inside a memory cgroup with a 2 GiB limit that never kills it (the
 //! cgroup also pays for the socket buffers holding the unread answers: its peak is printed; the DaemonSet
 //! requests 256 MiB and sets no limit, which must leave room for the route table: 0.8 GB at 100,000 routes).
+//! An idle flood (connections that send nothing, three times ROUTER_MAX_CONNECTIONS) is held at the limit, the
+//! rest waiting in the listen backlog as HAProxy's `maxconn` leaves them; each is ended at the head timeout,
+//! and a client queued behind the flood is served once its turn comes.
 //! 10,000 of each would need more descriptors than this machine's hard limit (20,000) gives one process: each
 //! non-reader holds a client and a pod connection in the router.
 
@@ -77,12 +80,58 @@ impl Drop for MemoryCgroup {
     }
 }
 
-struct RouterProcess(Child);
+/// The router binary as its own process, with its HTTP and admin addresses on loopback.
+struct RouterProcess {
+    child: Child,
+    http: SocketAddr,
+    stats: SocketAddr,
+}
+
+impl RouterProcess {
+    /// Serves `dir`'s manifests with the test's head timeout and `env`, inside a new memory cgroup of
+    /// `MEMORY_LIMIT`.
+    fn start(dir: &ManifestDir, env: &[(&str, &str)]) -> (RouterProcess, MemoryCgroup) {
+        let (http, stats) = (free_port(), free_port());
+        let child = Command::new(router_binary())
+            .args(["--manifests", &dir.path().display().to_string(), "--allow-loopback-endpoints"])
+            .args(["--listen-addr", "127.0.0.1", "--http-port", &http.to_string(), "--https-port", "0"])
+            .args(["--stats-port", &stats.to_string()])
+            .env("ROUTER_SLOWLORIS_TIMEOUT", format!("{}s", HEAD_TIMEOUT.as_secs()))
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start the router");
+        let cgroup = MemoryCgroup::create(MEMORY_LIMIT);
+        cgroup.add(child.id());
+        let loopback = |port| SocketAddr::from(([127, 0, 0, 1], port));
+        (RouterProcess { child, http: loopback(http), stats: loopback(stats) }, cgroup)
+    }
+
+    /// The value of an unlabelled series on the admin port's /metrics.
+    async fn metric(&self, name: &str) -> f64 {
+        let text = router_tests::client::get(self.stats, "admin", "/metrics").await.body;
+        text.lines()
+            .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    }
+}
+
+/// One request on a new connection; `Some` when it is answered 200.
+async fn one_request(addr: SocketAddr) -> Option<()> {
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET / HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.ok()?;
+    answer.starts_with(b"HTTP/1.1 200").then_some(())
+}
 
 impl Drop for RouterProcess {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -184,21 +233,8 @@ async fn slowloris_and_non_readers_beside_a_load_fail_no_request_and_stay_bounde
     let dir = ManifestDir::new();
     dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", HOST, "/", "web")].concat());
     dir.write("big.yaml", &[service("ns", "big", &[big]), route("ns", "big", BIG, "/", "big")].concat());
-    let (http, stats) = (free_port(), free_port());
-    let child = Command::new(router_binary())
-        .args(["--manifests", &dir.path().display().to_string(), "--allow-loopback-endpoints"])
-        .args(["--listen-addr", "127.0.0.1", "--http-port", &http.to_string(), "--https-port", "0"])
-        .args(["--stats-port", &stats.to_string()])
-        .env("ROUTER_SLOWLORIS_TIMEOUT", format!("{}s", HEAD_TIMEOUT.as_secs()))
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("start the router");
-    let cgroup = MemoryCgroup::create(MEMORY_LIMIT);
-    let mut router = RouterProcess(child);
-    let pid = router.0.id();
-    cgroup.add(pid);
-    let addr = SocketAddr::from(([127, 0, 0, 1], http));
+    let (mut router, cgroup) = RouterProcess::start(&dir, &[]);
+    let (pid, addr) = (router.child.id(), router.http);
 
     let tally = Arc::new(Tally::default());
     let shape = Shape {
@@ -209,17 +245,7 @@ async fn slowloris_and_non_readers_beside_a_load_fail_no_request_and_stay_bounde
         requests_per_client: 20_000,
         limit: Duration::from_secs(90),
     };
-    router_tests::eventually("the router serving", Duration::from_secs(30), || async {
-        let mut stream = TcpStream::connect(addr).await.ok()?;
-        stream
-            .write_all(format!("GET / HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n").as_bytes())
-            .await
-            .ok()?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.ok()?;
-        answer.starts_with(b"HTTP/1.1 200").then_some(())
-    })
-    .await;
+    router_tests::eventually("the router serving", Duration::from_secs(30), || one_request(addr)).await;
     let load = Load::start(&load::tcp(addr), &shape, &tally, 2, 1);
     tally.moves(200).await;
     let idle_rss = rss_bytes(pid);
@@ -246,7 +272,7 @@ async fn slowloris_and_non_readers_beside_a_load_fail_no_request_and_stay_bounde
 
     let per_connection = loaded_rss.saturating_sub(idle_rss) / (SLOWLORIS + NON_READERS) as u64;
     let peak: u64 = cgroup.read("memory.max_usage_in_bytes").trim().parse().unwrap_or(0);
-    assert!(router.0.try_wait().expect("poll the router").is_none(), "the router is alive");
+    assert!(router.child.try_wait().expect("poll the router").is_none(), "the router is alive");
     assert_eq!(cgroup.oom_kills(), 0, "never OOM-killed under its {} MiB limit", MEMORY_LIMIT >> 20);
     let slowest = ended.iter().flatten().max().copied().unwrap_or_default();
     eprintln!(
@@ -264,6 +290,84 @@ async fn slowloris_and_non_readers_beside_a_load_fail_no_request_and_stay_bounde
     // Each gives up after 4 times the head timeout: none had to.
     assert!(ended.iter().all(Option::is_some), "every slowloris connection was ended by the router");
     assert!(per_connection < BYTES_PER_CONNECTION_LIMIT, "{per_connection} bytes per hostile connection");
+    drop(router);
+    drop(cgroup);
+}
+
+/// An idle connection: opened, nothing sent; returns how long until the router ended it (`None`: it never did
+/// within `give_up`).
+async fn idle(addr: SocketAddr, give_up: Duration) -> Option<Duration> {
+    let opened = Instant::now();
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    let mut buffer = [0u8; 512];
+    loop {
+        match tokio::time::timeout(give_up.saturating_sub(opened.elapsed()), stream.read(&mut buffer)).await {
+            Ok(Ok(0) | Err(_)) => return Some(opened.elapsed()),
+            Ok(Ok(_)) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_flood_is_held_at_max_connections_and_a_client_behind_it_is_served() {
+    const MAX_CONNECTIONS: usize = 1_000;
+    // Three times the limit: the rest wait in the listen backlog (the kernel completes their handshakes).
+    const FLOOD: usize = 3_000;
+    let limit = raise_descriptor_limit();
+    assert!(limit >= (FLOOD + 1_000) as u64, "descriptor limit {limit} too low for this test");
+    let web = TestBackend::start("web").await;
+    let dir = ManifestDir::new();
+    dir.write("web.yaml", &[service("ns", "web", &[web.addr]), route("ns", "web", HOST, "/", "web")].concat());
+    let max = MAX_CONNECTIONS.to_string();
+    let (mut router, cgroup) = RouterProcess::start(&dir, &[("ROUTER_MAX_CONNECTIONS", &max)]);
+    let (pid, addr) = (router.child.id(), router.http);
+    router_tests::eventually("the router serving", Duration::from_secs(30), || one_request(addr)).await;
+    let idle_rss = rss_bytes(pid);
+
+    // Each flood connection is ended by the router once accepted and idle for the head timeout: the flood drains
+    // in waves of MAX_CONNECTIONS, FLOOD / MAX_CONNECTIONS head timeouts in all.
+    let give_up = HEAD_TIMEOUT * (FLOOD / MAX_CONNECTIONS + 3) as u32;
+    let flood: Vec<_> = (0..FLOOD).map(|_| tokio::spawn(idle(addr, give_up))).collect();
+    router_tests::eventually("the router holding the limit", Duration::from_secs(10), || async {
+        let open = router.metric("router_client_connections").await;
+        (open >= MAX_CONNECTIONS as f64).then_some(())
+    })
+    .await;
+    let held = router.metric("router_client_connections").await;
+    let flooded_rss = rss_bytes(pid);
+    // A client behind the flood: it waits in the backlog for the flood ahead of it, and is then served.
+    let queued = Instant::now();
+    let behind = tokio::spawn(async move { tokio::time::timeout(give_up, one_request(addr)).await.ok().flatten() });
+    tokio::time::sleep(HEAD_TIMEOUT / 2).await;
+    let still_held = router.metric("router_client_connections").await;
+    let waits = router.metric("router_connection_limit_waits_total").await;
+
+    let served = behind.await.expect("client task");
+    let waited = queued.elapsed();
+    let mut ended = Vec::new();
+    for task in flood {
+        ended.push(task.await.expect("flood task"));
+    }
+    let per_connection = flooded_rss.saturating_sub(idle_rss) / MAX_CONNECTIONS as u64;
+    let slowest = ended.iter().flatten().max().copied().unwrap_or_default();
+    eprintln!(
+        "FIGURE: an idle flood of {FLOOD} connections at ROUTER_MAX_CONNECTIONS={MAX_CONNECTIONS}: {held} then \
+         {still_held} open in the router ({waits} waits counted); router RSS {} MiB idle, {} MiB flooded: \
+         {per_connection} bytes per idle connection; a client behind the flood served after {waited:?}; flood \
+         connections ended by the router {} of {FLOOD}, the last after {slowest:?}; memory cgroup peak {} MiB",
+        idle_rss >> 20,
+        flooded_rss >> 20,
+        ended.iter().flatten().count(),
+        cgroup.read("memory.max_usage_in_bytes").trim().parse::<u64>().unwrap_or(0) >> 20,
+    );
+    assert_eq!(held, MAX_CONNECTIONS as f64, "the router holds exactly ROUTER_MAX_CONNECTIONS");
+    assert_eq!(still_held, MAX_CONNECTIONS as f64, "and never more while the flood lasts");
+    assert!(waits >= 1.0, "connections waiting for a slot are counted");
+    assert!(served.is_some(), "the client behind the flood is served once the idle connections time out");
+    assert!(ended.iter().all(Option::is_some), "the router ends every idle connection at its head timeout");
+    assert!(router.child.try_wait().expect("poll the router").is_none(), "the router is alive");
+    assert_eq!(cgroup.oom_kills(), 0, "never OOM-killed");
     drop(router);
     drop(cgroup);
 }
