@@ -8,25 +8,50 @@
 //! caller reads the document with the full reader, which also owns every error message. Where it answers,
 //! the value is the one the full reader gives (checked on the fixtures and by the `manifest` fuzz target).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// The document `text` (no `---` marker in it) as a JSON value, or `None` when the full reader must read it.
-pub(super) fn read(text: &str) -> Option<Value> {
+/// A document read into JSON text, with its top-level `apiVersion` and `kind` (empty when absent or not
+/// strings), so the caller can pick the type to decode the text into before decoding it.
+pub(super) struct Json {
+    pub text: String,
+    pub api_version: String,
+    pub kind: String,
+}
+
+/// The document `text` (no `---` marker in it) as JSON text, or `None` when the full reader must read it.
+pub(super) fn to_json(text: &str) -> Option<Json> {
     if !printable_without_tabs(text) {
         return None;
     }
-    let mut reader = Reader { lines: text.split('\n').map(Line::new).collect(), at: 0 };
+    let mut reader = Reader {
+        lines: text.split('\n').map(Line::new).collect(),
+        at: 0,
+        out: String::with_capacity(text.len()),
+        depth: 0,
+        api_version: String::new(),
+        kind: String::new(),
+    };
     let Some(first) = reader.next_content() else {
-        return Some(Value::Null);
+        reader.out.push_str("null");
+        return Some(reader.into_json());
     };
     if first.indent > 0 {
         return None; // content on the `---` line itself, or an indented document
     }
-    let value = if is_item(first.body) { reader.sequence(first.indent)? } else { reader.mapping(first.indent)? };
+    if is_item(first.body) {
+        reader.sequence(first.indent)?;
+    } else {
+        reader.mapping(first.indent)?;
+    }
     match reader.next_content() {
-        None => Some(value),
+        None => Some(reader.into_json()),
         Some(_) => None,
     }
+}
+
+/// The document `text` as a JSON value, or `None` when the full reader must read it.
+pub(super) fn read(text: &str) -> Option<Value> {
+    serde_json::from_str(&to_json(text)?.text).ok()
 }
 
 /// Whether `text` holds only what YAML allows in a document (no control characters, no byte order mark
@@ -67,12 +92,23 @@ impl<'t> Line<'t> {
     }
 }
 
+/// Reads lines and writes the JSON text of the nodes they hold into `out`. Each node method returns `None` at
+/// the first thing it leaves to the full reader (what it wrote is then discarded).
 struct Reader<'t> {
     lines: Vec<Line<'t>>,
     at: usize,
+    out: String,
+    /// Mappings open around the current line (1 inside the top-level mapping).
+    depth: usize,
+    api_version: String,
+    kind: String,
 }
 
 impl<'t> Reader<'t> {
+    fn into_json(self) -> Json {
+        Json { text: self.out, api_version: self.api_version, kind: self.kind }
+    }
+
     /// The next line that is neither blank nor a comment, without consuming it.
     fn next_content(&mut self) -> Option<Line<'t>> {
         while let Some(line) = self.lines.get(self.at) {
@@ -85,8 +121,10 @@ impl<'t> Reader<'t> {
     }
 
     /// The block mapping whose keys sit at column `indent`, from the current line.
-    fn mapping(&mut self, indent: usize) -> Option<Value> {
-        let mut map = Map::new();
+    fn mapping(&mut self, indent: usize) -> Option<()> {
+        let mut keys: Vec<&str> = Vec::new();
+        self.depth += 1;
+        self.out.push('{');
         while let Some(line) = self.next_content() {
             if line.indent < indent || (line.indent == indent && is_item(line.body)) {
                 break;
@@ -95,22 +133,47 @@ impl<'t> Reader<'t> {
                 return None;
             }
             let (key, rest) = split_key(line.body)?;
+            if keys.contains(&key) {
+                return None; // a duplicate key: the full reader decides what that means
+            }
+            if !keys.is_empty() {
+                self.out.push(',');
+            }
+            keys.push(key);
+            write_string(&mut self.out, key);
+            self.out.push(':');
             self.at += 1;
-            let value = match rest {
+            match rest {
                 "" => self.nested(indent, true)?,
                 "|" | "|-" => self.literal(indent, rest == "|-")?,
-                _ => scalar(rest)?,
-            };
-            if map.insert(key.to_owned(), value).is_some() {
-                return None;
+                _ => {
+                    let value = scalar(rest)?;
+                    if self.depth == 1 {
+                        self.note_top_level(key, &value);
+                    }
+                    value.write(&mut self.out);
+                }
             }
         }
-        Some(Value::Object(map))
+        self.out.push('}');
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// Keeps the top-level `apiVersion` and `kind`.
+    fn note_top_level(&mut self, key: &str, value: &Scalar<'_>) {
+        let Scalar::String(text) = value else { return };
+        match key {
+            "apiVersion" => self.api_version = text.to_string(),
+            "kind" => self.kind = text.to_string(),
+            _ => {}
+        }
     }
 
     /// The block sequence whose `-` indicators sit at column `indent`, from the current line.
-    fn sequence(&mut self, indent: usize) -> Option<Value> {
-        let mut items = Vec::new();
+    fn sequence(&mut self, indent: usize) -> Option<()> {
+        self.out.push('[');
+        let mut first = true;
         while let Some(line) = self.next_content() {
             if line.indent < indent || !is_item(line.body) {
                 break;
@@ -118,37 +181,41 @@ impl<'t> Reader<'t> {
             if line.indent > indent {
                 return None;
             }
+            if !std::mem::take(&mut first) {
+                self.out.push(',');
+            }
             let after_dash = &line.body[1..];
             let rest = after_dash.trim_start_matches(' ');
-            let item = if rest.is_empty() {
+            if rest.is_empty() {
                 self.at += 1;
-                self.nested(indent, false)?
+                self.nested(indent, false)?;
+                continue;
+            }
+            // The item's content starts on this line: read it as if it were a line of its own at its column.
+            let column = indent + 1 + (after_dash.len() - rest.len());
+            self.lines[self.at] = Line { indent: column, body: rest, text: rest };
+            if is_item(rest) {
+                self.sequence(column)?;
+            } else if split_key(rest).is_some() {
+                self.mapping(column)?;
             } else {
-                // The item's content starts on this line: read it as if it were a line of its own at its column.
-                let column = indent + 1 + (after_dash.len() - rest.len());
-                self.lines[self.at] = Line { indent: column, body: rest, text: rest };
-                if is_item(rest) {
-                    self.sequence(column)?
-                } else if split_key(rest).is_some() {
-                    self.mapping(column)?
-                } else {
-                    self.at += 1;
-                    match rest {
-                        "|" | "|-" => self.literal(indent, rest == "|-")?,
-                        _ => scalar(rest)?,
-                    }
+                self.at += 1;
+                match rest {
+                    "|" | "|-" => self.literal(indent, rest == "|-")?,
+                    _ => scalar(rest)?.write(&mut self.out),
                 }
-            };
-            items.push(item);
+            }
         }
-        Some(Value::Array(items))
+        self.out.push(']');
+        Some(())
     }
 
     /// The value of a key or item with nothing after it on its line: a block node below it (a sequence may
     /// sit at the key's own column), or null.
-    fn nested(&mut self, parent: usize, sequence_at_parent: bool) -> Option<Value> {
+    fn nested(&mut self, parent: usize, sequence_at_parent: bool) -> Option<()> {
         let Some(line) = self.next_content() else {
-            return Some(Value::Null);
+            self.out.push_str("null");
+            return Some(());
         };
         if line.indent > parent {
             if is_item(line.body) {
@@ -161,13 +228,14 @@ impl<'t> Reader<'t> {
         } else if line.indent == parent && sequence_at_parent && is_item(line.body) {
             self.sequence(line.indent)
         } else {
-            Some(Value::Null)
+            self.out.push_str("null");
+            Some(())
         }
     }
 
     /// A literal block scalar (`|` keeps one final line break, `|-` none) whose parent sits at column
     /// `parent`: the lines below it indented more than the parent, less the first content line's indentation.
-    fn literal(&mut self, parent: usize, strip: bool) -> Option<Value> {
+    fn literal(&mut self, parent: usize, strip: bool) -> Option<()> {
         let start = self.at;
         let mut end = start;
         let mut last_content = None;
@@ -208,8 +276,57 @@ impl<'t> Reader<'t> {
             text.push('\n');
         }
         self.at = last + 1;
-        Some(Value::String(text))
+        write_string(&mut self.out, &text);
+        Some(())
     }
+}
+
+/// A one-line scalar as read.
+enum Scalar<'t> {
+    Null,
+    Bool(bool),
+    /// A decimal integer that fits an i64, as written.
+    Integer(&'t str),
+    String(std::borrow::Cow<'t, str>),
+    EmptySequence,
+    EmptyMapping,
+}
+
+impl Scalar<'_> {
+    fn write(&self, out: &mut String) {
+        match self {
+            Scalar::Null => out.push_str("null"),
+            Scalar::Bool(true) => out.push_str("true"),
+            Scalar::Bool(false) => out.push_str("false"),
+            Scalar::Integer(digits) => out.push_str(digits),
+            Scalar::String(text) => write_string(out, text),
+            Scalar::EmptySequence => out.push_str("[]"),
+            Scalar::EmptyMapping => out.push_str("{}"),
+        }
+    }
+}
+
+/// `text` as a JSON string.
+fn write_string(out: &mut String, text: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    let mut rest = text;
+    while let Some(at) = rest.find(|c: char| c == '"' || c == '\\' || c < ' ') {
+        out.push_str(&rest[..at]);
+        let c = rest[at..].chars().next().unwrap_or_default();
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            _ => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+        }
+        rest = &rest[at + c.len_utf8()..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 /// A `- ` item line (or a `-` alone).
@@ -258,12 +375,12 @@ fn is_indicator(byte: u8) -> bool {
 }
 
 /// A scalar on one line (nothing else follows it on the line).
-fn scalar(text: &str) -> Option<Value> {
+fn scalar(text: &str) -> Option<Scalar<'_>> {
     match text.as_bytes().first()? {
-        b'\'' => single_quoted(text).map(Value::String),
-        b'"' => double_quoted(text).map(Value::String),
-        _ if text == "[]" => Some(Value::Array(Vec::new())),
-        _ if text == "{}" => Some(Value::Object(Map::new())),
+        b'\'' => single_quoted(text).map(|text| Scalar::String(text.into())),
+        b'"' => double_quoted(text).map(|text| Scalar::String(text.into())),
+        _ if text == "[]" => Some(Scalar::EmptySequence),
+        _ if text == "{}" => Some(Scalar::EmptyMapping),
         &first if is_indicator(first) => None,
         b'-' if matches!(text.as_bytes().get(1), None | Some(b' ')) => None,
         _ => plain(text),
@@ -273,14 +390,14 @@ fn scalar(text: &str) -> Option<Value> {
 /// A plain scalar: null, `true`/`false`, a decimal integer, or a string. Anything the schema options decide
 /// (other spellings of booleans and null, floats, octal and hex, leading zeros, underscores) goes to the
 /// full reader.
-fn plain(text: &str) -> Option<Value> {
+fn plain(text: &str) -> Option<Scalar<'_>> {
     if find_pair(text, b':', b' ').is_some() || text.ends_with(':') || find_pair(text, b' ', b'#').is_some() {
         return None;
     }
     match text {
-        "~" | "null" => return Some(Value::Null),
-        "true" => return Some(Value::Bool(true)),
-        "false" => return Some(Value::Bool(false)),
+        "~" | "null" => return Some(Scalar::Null),
+        "true" => return Some(Scalar::Bool(true)),
+        "false" => return Some(Scalar::Bool(false)),
         _ => {}
     }
     if is_keyword(text) {
@@ -292,17 +409,18 @@ fn plain(text: &str) -> Option<Value> {
     }
     let starts_numeric = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.');
     if !starts_numeric {
-        return Some(Value::String(text.to_owned()));
+        return Some(Scalar::String(text.into()));
     }
     if unsigned.bytes().all(|b| b.is_ascii_digit()) {
         let canonical = !text.starts_with('+') && text != "-0" && (unsigned == "0" || !unsigned.starts_with('0'));
-        return if canonical { text.parse::<i64>().ok().map(Value::from) } else { None };
+        let fits = text.parse::<i64>().is_ok();
+        return (canonical && fits).then_some(Scalar::Integer(text));
     }
     let radix_prefix = unsigned.starts_with('0') && unsigned[1..].starts_with(|c: char| c.is_ascii_alphabetic());
     if looks_like_float(unsigned) || unsigned.contains('_') || radix_prefix {
         return None;
     }
-    Some(Value::String(text.to_owned()))
+    Some(Scalar::String(text.into()))
 }
 
 /// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`: the core schema's float, sign removed.

@@ -1,9 +1,9 @@
 //! Turns one manifest file's text into its objects (a per-file `Snapshot`) and its errors.
 //!
-//! Each document is read into a JSON value (by the fast block reader where it can, else the full YAML reader,
-//! whose syntax errors carry their line), dispatched on
-//! `apiVersion`+`kind`, and converted into the typed object, as the API server converts YAML to JSON
-//! before decoding. When that conversion fails, its error names the path of the offending field, and
+//! Each document is read into a JSON value (syntax errors carry their line), dispatched on `apiVersion`+`kind`,
+//! and converted into the typed object, as the API server converts YAML to JSON before decoding. A plain
+//! block-style document (most of a big file) takes a faster way: the block reader writes its JSON text, which
+//! decodes straight into the type; anything else, and every failure, goes the value's way. When that conversion fails, its error names the path of the offending field, and
 //! walking the document text to that path gives the field's file line.
 
 use std::collections::BTreeMap;
@@ -98,6 +98,34 @@ fn absorb_kind<K: Ord + Clone + std::fmt::Display, T>(
     }
 }
 
+/// An object's fields: a JSON value, or the JSON text the block reader wrote, which decodes straight into the
+/// object's type (no value in between, the bulk of a big file's objects).
+enum Body {
+    Value(Value),
+    Json(String),
+}
+
+impl Body {
+    fn is_object(&self) -> bool {
+        match self {
+            Body::Value(value) => value.is_object(),
+            Body::Json(text) => text.starts_with('{'),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Body::Value(value) => value,
+            Body::Json(text) => body_value(&text),
+        }
+    }
+}
+
+/// The value of JSON text the block reader wrote (always valid JSON).
+fn body_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
 /// Where an object sits in its document: the document itself, or element `n` of the document's
 /// `items`.
 #[derive(Clone, Copy, Debug)]
@@ -114,8 +142,14 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn document(&mut self) {
-        let read = block_yaml::read(&self.doc.text).map_or_else(|| yaml::from_str(&self.doc.text), Ok);
-        let value: Value = match read {
+        let fast = match block_yaml::to_json(&self.doc.text) {
+            Some(json) if json.text.starts_with('{') && !json.kind.ends_with("List") => {
+                return self.object(Place::Document, &json.api_version, &json.kind, Body::Json(json.text));
+            }
+            Some(json) => serde_json::from_str(&json.text).ok(),
+            None => None,
+        };
+        let value: Value = match fast.map_or_else(|| yaml::from_str(&self.doc.text), Ok) {
             Ok(value) => value,
             Err(err) => {
                 let line = yaml::line(&err).unwrap_or(1);
@@ -131,7 +165,7 @@ impl Ctx<'_> {
         } else {
             let api_version = str_field(&value, "apiVersion").to_owned();
             let kind = kind.to_owned();
-            self.object(Place::Document, &api_version, &kind, value);
+            self.object(Place::Document, &api_version, &kind, Body::Value(value));
         }
     }
 
@@ -155,11 +189,11 @@ impl Ctx<'_> {
                 api_version.clone_from(&list_version);
                 kind.clone_from(&item_kind);
             }
-            self.object(Place::Item(index), &api_version, &kind, item);
+            self.object(Place::Item(index), &api_version, &kind, Body::Value(item));
         }
     }
 
-    fn object(&mut self, place: Place, api_version: &str, kind: &str, value: Value) {
+    fn object(&mut self, place: Place, api_version: &str, kind: &str, value: Body) {
         if !value.is_object() {
             let reason = "not a Kubernetes object: expected a mapping with apiVersion and kind";
             return self.fail(place, None, reason.to_owned());
@@ -180,6 +214,7 @@ impl Ctx<'_> {
             ("v1", "Namespace") => self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces),
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),
             _ => {
+                let value = value.into_value();
                 let name = value.get("metadata").map_or("", |meta| str_field(meta, "name"));
                 let path = self.path.display();
                 tracing::debug!(%path, api_version, kind, name, "ignoring unsupported kind");
@@ -193,7 +228,7 @@ impl Ctx<'_> {
         &mut self,
         place: Place,
         kind: &str,
-        value: Value,
+        value: Body,
         key_of: fn(&mut ObjectMeta, String) -> K,
         slot: fn(&mut Snapshot) -> &mut Objects<K, T>,
     ) {
@@ -220,7 +255,15 @@ impl Ctx<'_> {
 
     /// Converts `value` into `T`; a failure is reported at the file line of the field its path names, with
     /// that path (`items[N].` first for a list item) in the reason.
-    fn decode<T: DeserializeOwned>(&self, place: Place, value: Value) -> Result<T, ManifestError> {
+    fn decode<T: DeserializeOwned>(&self, place: Place, body: Body) -> Result<T, ManifestError> {
+        let value = match body {
+            Body::Json(text) => match serde_json::from_str(&text) {
+                Ok(object) => return Ok(object),
+                // The reason and line of a failure come from the value's path, as for every other document.
+                Err(_) => body_value(&text),
+            },
+            Body::Value(value) => value,
+        };
         let err = match serde_path_to_error::deserialize::<_, T>(value) {
             Ok(object) => return Ok(object),
             Err(err) => err,

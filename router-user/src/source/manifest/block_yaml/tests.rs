@@ -184,3 +184,12 @@ fn agrees_with_the_full_reader_on_every_fixture_document() {
     }
     assert!(answered >= 5, "the fast reader answered only {answered} fixture documents");
 }
+
+#[test]
+fn names_the_top_level_api_version_and_kind_only() {
+    let json = super::to_json("apiVersion: route.openshift.io/v1\nkind: Route\nspec:\n  to:\n    kind: Service\n")
+        .expect("a plain document");
+    assert_eq!((json.api_version.as_str(), json.kind.as_str()), ("route.openshift.io/v1", "Route"));
+    let json = super::to_json("metadata:\n  kind: Nested\n").expect("a plain document");
+    assert_eq!((json.api_version.as_str(), json.kind.as_str()), ("", ""));
+}
