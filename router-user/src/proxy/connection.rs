@@ -17,7 +17,7 @@ use super::client_io::{BodyWaitClock, ClientIo, ClientTimers, ConnectionClock, I
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use super::header_case::{CaseAdjustedWrites, RequestMethods};
-use super::request_log::log_empty_connection;
+use super::request_log::{log_unfinished_head, HeadEnd};
 use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
 use crate::listen::{stop_requested, ClientTimeouts};
 use crate::protection::RefusedConnection;
@@ -56,8 +56,12 @@ pub async fn serve_client<I>(
     let (log_state, log_clock) = (state.clone(), clock.clone());
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
-    let timers =
-        ClientTimers { http_request: timeouts.http_request, keep_alive: timeouts.keep_alive, client: timeouts.client };
+    let timers = ClientTimers {
+        http_request: timeouts.http_request,
+        keep_alive: timeouts.keep_alive,
+        client: timeouts.client,
+        ignore_probes: access_log.ignores_probes(),
+    };
     // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
     // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
@@ -154,11 +158,11 @@ pub async fn serve_client<I>(
         }
     };
     if access_log.enabled() {
-        let (any_request, received) = log_clock.requests_and_bytes();
-        if !any_request {
-            let timed_out = result.as_ref().err().is_some_and(|error| is_timeout(error));
+        // A head the connection was waiting for gets HAProxy's `<BADREQ>` line.
+        if let Some(head) = log_clock.unfinished_head() {
             let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
-            log_empty_connection(&access_log, info, accepted_at, log_clock.opened(), received, timed_out);
+            let end = if head.timed_out { HeadEnd::TimedOut } else { head_end(&result) };
+            log_unfinished_head(&access_log, info, accepted_at, head, end);
         }
     }
     if let Err(error) = result {
@@ -185,6 +189,17 @@ async fn finished_or_idle<F: std::future::Future>(
                 }
             }
         }
+    }
+}
+
+/// How a connection waiting for a request head ended.
+fn head_end(result: &Result<(), hyper::Error>) -> HeadEnd {
+    match result {
+        Err(error) if is_timeout(error) => HeadEnd::TimedOut,
+        // hyper answered it (400, 431 ...).
+        Err(error) if error.is_parse() || error.is_parse_too_large() => HeadEnd::Malformed,
+        // The client closed (or reset) the connection.
+        _ => HeadEnd::Closed,
     }
 }
 

@@ -60,6 +60,10 @@ pub const DEFAULT_REQUEST_HEAD_LIMIT: usize = 32768 - 8192;
 pub struct ProxyOptions {
     /// `ROUTER_ERRORFILE_503`: replaces the built-in 503 page.
     pub error_503: Option<ErrorFile>,
+    /// `ROUTER_ERRORFILE_404`: requests no route takes get it (status 404) instead of the 503. OpenShift's
+    /// template then adds `http-request deny deny_status 404` to its default backend, whose `errorfile 404`
+    /// is this file.
+    pub error_404: Option<ErrorFile>,
     /// How long a request waits for a free `pod-concurrent-connections` slot before a 503.
     pub queue_timeout: Duration,
     /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
@@ -80,6 +84,7 @@ impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
             error_503: None,
+            error_404: None,
             queue_timeout: Duration::ZERO,
             request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
             compression: None,
@@ -222,6 +227,12 @@ impl HttpProxy {
         self.options.error_503.as_ref().map_or_else(unavailable, ErrorFile::response)
     }
 
+    /// The answer of OpenShift's default backend, for a request no route takes: the ROUTER_ERRORFILE_404
+    /// page when there is one, else the 503.
+    fn no_route(&self) -> Response<ProxyBody> {
+        self.options.error_404.as_ref().map_or_else(|| self.unavailable(), ErrorFile::response)
+    }
+
     async fn route_and_forward(
         &self,
         connection: &ClientConnection,
@@ -233,7 +244,7 @@ impl HttpProxy {
         }
         let raw_host = match request_host(request.version(), request.uri(), request.headers()) {
             Ok(Some(host)) => host,
-            Ok(None) => return unrouted(self.unavailable()),
+            Ok(None) => return unrouted(self.no_route()),
             Err(conflict) => {
                 debug!(%conflict, "request refused");
                 return unrouted(bad_request());
@@ -244,11 +255,14 @@ impl HttpProxy {
         let rules = if connection.is_tls() { &table.https } else { &table.http };
         let Some(backend) = rules.lookup(&host, request.uri().path()).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
-            return unrouted(self.unavailable());
+            return unrouted(self.no_route());
         };
+        if matches!(backend.action, HttpAction::NotOnHttp) && !connection.is_tls() {
+            // A TLS route without an insecure policy is not in OpenShift's HTTP map: its default backend answers.
+            return unrouted(self.no_route());
+        }
         self.protect(&backend, connection)?;
         let response = match backend.action {
-            HttpAction::NotOnHttp if !connection.is_tls() => self.unavailable(),
             HttpAction::RedirectToHttps if !connection.is_tls() => {
                 let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
                 redirect_to_https(&host, target)
