@@ -19,7 +19,7 @@ use super::handler::{ClientConnection, HttpProxy};
 use super::header_case::{CaseAdjustedWrites, RequestMethods};
 use super::request_log::{log_unfinished_head, HeadEnd};
 use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
-use crate::listen::{stop_requested, ClientTimeouts};
+use crate::listen::{stop_requested, ClientTimeouts, CountedIo};
 use crate::protection::RefusedConnection;
 
 /// The most an HTTP/1.1 client connection buffers (read and write side each); at least the request head
@@ -48,6 +48,8 @@ pub async fn serve_client<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // The frontend's bytes: what this client socket carries, 408s and tunnels included.
+    let io = CountedIo::new(io, proxy.metrics().haproxy.frontend(state.frontend).clone());
     let state = Arc::new(state);
     let access_log = proxy.access_log().clone();
     let frontend = if state.info.proto == "https" { FE_SNI } else { PUBLIC };

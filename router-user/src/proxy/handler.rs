@@ -32,7 +32,7 @@ use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
-use super::pod::PodUpgrade;
+use super::pod::{PodConnection, PodUpgrade};
 use super::request_host::request_host;
 use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
@@ -41,9 +41,10 @@ use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use super::wire_size::response_head_size;
 use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
-use crate::metrics::{Frontend, Metrics, ProxyCounters};
+use crate::metrics::{Frontend, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
@@ -351,6 +352,7 @@ impl HttpProxy {
             metrics: &self.metrics,
             retry_connect: retryable,
         };
+        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
         let mut trial = RequestTrial {
             backend,
             client,
@@ -360,8 +362,10 @@ impl HttpProxy {
             parts: &parts,
             body,
             client_fault,
+            backend_proxy,
+            proxies: &self.metrics.haproxy,
+            queued_for: Duration::ZERO,
         };
-        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
         let _session = backend_proxy.open_session();
         let started = Instant::now();
         match attempts.run(&mut trial).await {
@@ -375,11 +379,21 @@ impl HttpProxy {
                 server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
                 server_proxy.count_response(response.status().as_u16());
                 let elapsed = started.elapsed();
-                server_proxy.observe_response_time(elapsed);
-                backend_proxy.observe_response_time(elapsed);
-                let counters = [backend_proxy.clone(), server_proxy.clone()];
-                let mut response =
-                    self.respond(backend, response, lease, client_cookie, client_upgrade, gzip, counters);
+                let pod_connection = response.extensions().get::<PodConnection>().copied();
+                let head = response_head_size(&response);
+                for proxy in [backend_proxy, server_proxy] {
+                    proxy.observe_response_time(elapsed);
+                    proxy.observe_queue_time(trial.queued_for);
+                    proxy.add_bytes(0, head);
+                    // Known for the router's own HTTP/1.1 client; hyper's (h2c, reencrypt) does not tell.
+                    if let Some(connection) = pod_connection {
+                        proxy.observe_connect_time(connection.connect);
+                        if connection.reused {
+                            proxy.connections_reused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -402,7 +416,6 @@ impl HttpProxy {
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
         gzip: bool,
-        counters: [Arc<ProxyCounters>; 2],
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -431,6 +444,10 @@ impl HttpProxy {
         }
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| {
+            // The body's bytes count toward the backend's and the server's `bytes_out`.
+            let endpoint = lease.endpoint();
+            let server = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy).clone();
+            let counters = [self.metrics.backend_proxy(&backend.labels, &backend.requests).clone(), server];
             let body = LeasedBody::new(body, Some(lease), Some(counters));
             Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
         })

@@ -33,6 +33,7 @@ mod lease;
 pub(crate) mod pod;
 mod request_trial;
 mod upstream;
+mod wire_size;
 
 pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};

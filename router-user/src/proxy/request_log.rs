@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::client_io::{HeadTiming, UnfinishedHead};
 use super::forwarded::ConnectionInfo;
 use super::sticky::cookie_value;
+use super::wire_size::headers_size;
 use crate::access_log::{
     AccessLog, Counts, LineKind, LogRecord, RequestLine, Termination, FE_SNI, NOT_REACHED, PUBLIC,
 };
@@ -217,10 +218,6 @@ fn response_head_size<B>(response: &Response<B>) -> u64 {
     let line = 9 + 3 + 1 + reason.len() + 2;
     let date = if response.headers().contains_key(http::header::DATE) { 0 } else { 37 };
     (line + headers_size(response.headers()) + date + 2) as u64
-}
-
-fn headers_size(headers: &HeaderMap) -> usize {
-    headers.iter().map(|(name, value)| name.as_str().len() + 2 + value.len() + 2).sum()
 }
 
 /// How a connection waiting for a request head ended.
