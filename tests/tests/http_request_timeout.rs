@@ -3,7 +3,8 @@
 //! page, on :80 and on a terminated :443 connection, and a `<BADREQ>` line (408 `cR--`); one that closes mid-head
 //! gets a 400 `CR--` line and no answer; a keep-alive connection idle between requests closes silently and
 //! unlogged, while a later head left unfinished is answered and logged like a first one. dontlognull drops only
-//! the lines of connections that sent nothing; http-ignore-probes also sends them no 408.
+//! the lines of connections that sent nothing; http-ignore-probes also sends them no 408. Each `<BADREQ>` counts
+//! as a 4xx response of its frontend (`haproxy_frontend_http_responses_total`), except the ignored probes.
 //! `access_log_haproxy.rs` compares these lines with Debian's HAProxy's.
 
 mod access_log_common;
@@ -15,7 +16,9 @@ use access_log_common::{next_udp, nothing_for, parse_httplog, parse_rfc3164, Htt
 use router::config::Settings;
 use router::server::RunningRouter;
 use router_tests::backend::TestBackend;
+use router_tests::client::get;
 use router_tests::manifests::{route, service, ManifestDir};
+use router_tests::metrics_text::value_of;
 use router_tests::tls_client::{client_config, tls_connect, Trust};
 use router_tests::{read_until_closed, start_router_with};
 use tokio::io::AsyncWriteExt;
@@ -56,6 +59,12 @@ impl Logged {
 
     async fn no_line(&self) {
         assert_eq!(nothing_for(&self.syslog, Duration::from_millis(500)).await, None, "no line");
+    }
+
+    /// `haproxy_frontend_http_responses_total` of `frontend` for `code` (HAProxy counts each `<BADREQ>`).
+    async fn responses(&self, frontend: &str, code: &str) -> f64 {
+        let page = get(self.router.stats_addr, "admin", "/metrics").await.body;
+        value_of(&page, &format!("haproxy_frontend_http_responses_total{{frontend=\"{frontend}\",code=\"{code}\"}}"))
     }
 }
 
@@ -142,6 +151,11 @@ async fn an_unfinished_head_gets_haproxys_408_and_a_badreq_line() {
     let line = logged.line().await;
     assert_eq!(line.frontend, "fe_sni~");
     assert_badreq(&line, 408, "cR--");
+
+    // Each of those heads is a 4xx of its frontend, as HAProxy counts them; the requests served are 2xx.
+    assert_eq!(logged.responses("public", "4xx").await, 4.0);
+    assert_eq!(logged.responses("public", "2xx").await, 2.0);
+    assert_eq!(logged.responses("fe_sni", "4xx").await, 1.0);
     logged.router.shutdown().await;
 }
 
@@ -156,6 +170,7 @@ async fn dontlognull_drops_the_line_and_ignore_probes_the_408_of_a_silent_connec
     // What sent a byte is logged as ever.
     closed_by_client(http, PART).await;
     assert_badreq(&logged.line().await, 400, "CR--");
+    assert_eq!(logged.responses("public", "4xx").await, 3.0, "counted, logged or not");
     logged.router.shutdown().await;
 
     // http-ignore-probes: a silent connection is closed at the timer with no answer and no line.
@@ -166,5 +181,6 @@ async fn dontlognull_drops_the_line_and_ignore_probes_the_408_of_a_silent_connec
     logged.no_line().await;
     assert_408(&left_waiting(http, PART).await);
     assert_badreq(&logged.line().await, 408, "cR--");
+    assert_eq!(logged.responses("public", "4xx").await, 1.0, "the silent ones are not counted either");
     logged.router.shutdown().await;
 }

@@ -49,7 +49,8 @@ pub async fn serve_client<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     // The frontend's bytes: what this client socket carries, 408s and tunnels included.
-    let io = CountedIo::new(io, proxy.metrics().haproxy.frontend(state.frontend).clone());
+    let frontend_counters = proxy.metrics().haproxy.frontend(state.frontend).clone();
+    let io = CountedIo::new(io, frontend_counters.clone());
     let state = Arc::new(state);
     let access_log = proxy.access_log().clone();
     let frontend = if state.info.proto == "https" { FE_SNI } else { PUBLIC };
@@ -159,11 +160,15 @@ pub async fn serve_client<I>(
             }
         }
     };
-    if access_log.enabled() {
-        // A head the connection was waiting for gets HAProxy's `<BADREQ>` line.
-        if let Some(head) = log_clock.unfinished_head() {
+    // A head the connection was waiting for: HAProxy's `<BADREQ>` line, and a 4xx on the frontend (except for
+    // a connection that sent nothing under http-ignore-probes; an HTTP/2 connection without a stream is not one).
+    if let Some(head) = log_clock.unfinished_head() {
+        let end = if head.timed_out { HeadEnd::TimedOut } else { head_end(&result) };
+        if version == HttpVersion::Http1 && (head.received || !access_log.ignores_probes()) {
+            frontend_counters.count_response(end.status());
+        }
+        if access_log.enabled() {
             let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
-            let end = if head.timed_out { HeadEnd::TimedOut } else { head_end(&result) };
             log_unfinished_head(&access_log, info, accepted_at, head, end);
         }
     }

@@ -231,6 +231,16 @@ pub enum HeadEnd {
     Closed,
 }
 
+impl HeadEnd {
+    /// The status HAProxy logs and counts for it.
+    pub fn status(self) -> u16 {
+        match self {
+            HeadEnd::TimedOut => 408,
+            HeadEnd::Malformed | HeadEnd::Closed => 400,
+        }
+    }
+}
+
 /// The line of a connection that ended while waiting for a request head (its first, or on HTTP/1 a later
 /// one already begun), as HAProxy logs it: `<BADREQ>` with 408 `cR--` when the head timer passed, 400 `CR--`
 /// when the client closed, 400 `PR--` when what it sent was not a request. A connection that sent nothing
@@ -254,13 +264,12 @@ pub fn log_unfinished_head(
         (record.accepted_at, record.requested_at) = (began, began);
     }
     record.request_counter = log.next_request_number();
-    let (status, termination) = match end {
-        HeadEnd::TimedOut => (408, Termination::new(b'c', b'R')),
-        HeadEnd::Malformed => (400, Termination::new(b'P', b'R')),
-        HeadEnd::Closed => (400, Termination::new(b'C', b'R')),
+    record.status = Some(end.status());
+    record.termination = match end {
+        HeadEnd::TimedOut => Termination::new(b'c', b'R'),
+        HeadEnd::Malformed => Termination::new(b'P', b'R'),
+        HeadEnd::Closed => Termination::new(b'C', b'R'),
     };
-    record.status = Some(status);
-    record.termination = termination;
     record.timers.request = NOT_REACHED;
     record.timers.active = millis(lasted);
     record.timers.total = millis(lasted);
