@@ -185,6 +185,16 @@ async fn errorfile_404_answers_what_no_route_takes_and_503_stays_for_routes_with
             "{line}"
         );
     }
+    // And on :443, for a terminated connection's request no route takes.
+    let port = router.https_addr.port();
+    let out = std::process::Command::new("curl")
+        .args(["-sik", "--max-time", "5", "--resolve", &format!("nowhere.test:{port}:127.0.0.1")])
+        .arg(format!("https://nowhere.test:{port}/"))
+        .output()
+        .expect("run curl");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+    assert!(answer.ends_with("<h1>Application or Document Not Found</h1>\n"), "{answer}");
     // A route without ready pods is still the route's 503, and a route's pods still answer.
     assert_eq!(curl(router.http_addr, "empty.test", "/").0, 503);
     assert_eq!(curl(router.http_addr, "web.test", "/").0, 200);
