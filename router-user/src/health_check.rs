@@ -81,10 +81,12 @@ async fn check(backend: &Backend, endpoint: usize, metrics: &Metrics) {
     }
     let timeout = backend.policy.health_check_interval.min(CHECK_TIMEOUT);
     let passed = matches!(tokio::time::timeout(timeout, TcpStream::connect(endpoint.addr)).await, Ok(Ok(_)));
+    let counters = metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
     if !passed {
         tracing::debug!(endpoint = %endpoint.addr, route = %backend.route, "health check failed");
-        let counters = metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy);
         counters.check_failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     endpoint.health.record_check(passed);
+    // `haproxy_server_downtime_seconds_total` follows the checks' verdict (HAProxy's `downtime`).
+    counters.observe_check_state(!endpoint.health.checked_down());
 }

@@ -133,7 +133,7 @@ async fn a_unix_socket_gets_rfc5424_lines_in_the_custom_format_and_passthrough_t
     assert!(first.time.ends_with("+00:00") && first.time.len() == 32, "{first:?}");
     assert_eq!(first.pid, std::process::id());
     let fields: Vec<&str> = first.message.splitn(6, ' ').collect();
-    assert_eq!(fields[..5], ["127.0.0.1", "public", &fields[2][..], "200", "GET"]);
+    assert_eq!(fields[..5], ["127.0.0.1", "public", fields[2], "200", "GET"]);
     assert!(fields[2].starts_with("be_http:ns:web/pod:"), "{first:?}");
     assert!(fields[5].starts_with("/p?q=1 \"GET /p?q=1 HTTP/1.1\" "), "{first:?}");
     let second = parse_rfc5424(&next_unix(&syslog).await);

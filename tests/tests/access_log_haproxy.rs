@@ -3,7 +3,8 @@
 //! `log-send-hostname`, `option httplog`, `log global`, header captures and `unique-id-format` /
 //! `unique-id-header` in `frontend public`, a sticky cookie inserted by the backend): an empty connection, a
 //! request, a request no route takes (503 from openshift_default), a connection that sent garbage, one whose head
-//! never ended, and a passthrough connection (`option tcplog` in `frontend public_ssl`); the lines agree field by
+//! never ended (and HAProxy's 408 page it got), one that never sent a byte, one that left mid-head, a keep-alive
+//! connection whose second head never ended, and a passthrough connection (`option tcplog` in `frontend public_ssl`); the lines agree field by
 //! field where they must. Not compared, and why: the timers (two processes, two clocks), `%B` (the router's
 //! response head is not the pod's byte for byte), `%bc`/`%sc` (HAProxy counts when the line is written, the
 //! router when the response head came), the client port and the process id.
@@ -114,12 +115,25 @@ async fn exchange(addr: SocketAddr, syslog: &UdpSocket) -> (Syslog, Syslog, Repl
     (empty, served, reply)
 }
 
-/// Sends `bytes` on a new connection and reads until the proxy closes it (at most 5 s): its line.
-async fn raw(addr: SocketAddr, bytes: &[u8], syslog: &UdpSocket) -> Syslog {
+/// Sends `bytes` on a new connection and reads until the proxy closes it (at most 5 s): its line and the
+/// answer's status code and body.
+async fn raw(addr: SocketAddr, bytes: &[u8], syslog: &UdpSocket) -> (Syslog, (String, String)) {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(bytes).await.expect("send");
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let code = head.split(' ').nth(1).unwrap_or("").to_string();
+    (parse_rfc3164(&next_udp(syslog).await), (code, body.to_string()))
+}
+
+/// Sends `bytes` on a new connection and closes it: its line.
+async fn left(addr: SocketAddr, bytes: &[u8], syslog: &UdpSocket) -> Syslog {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(stream);
     parse_rfc3164(&next_udp(syslog).await)
 }
 
@@ -210,12 +224,43 @@ async fn the_router_and_haproxy_log_the_same_request_alike() {
     // (actconn/feconn), so let each proxy handle those closes before the next connection arrives: the router's
     // worker threads may otherwise see the new connection first and count 2.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // Not a request (400 PR--), and a head that never ends (408 cR-- after the request timeout).
-    for (what, bytes) in [("garbage", &b"GARBAGE\r\n\r\n"[..]), ("unfinished head", b"GET / HTTP/1.1\r\nHost: a\r\n")] {
-        let ours = parse_httplog(&raw(router.http_addr, bytes, &router_syslog).await.message);
-        let theirs = parse_httplog(&raw(haproxy_addr, bytes, &haproxy_syslog).await.message);
-        assert_same_fields(what, &ours, &theirs);
+    // Not a request (400 PR--), a head that never ends and a connection that never sends a byte (408 cR--
+    // after the request timeout, with HAProxy's page).
+    let cases = [
+        ("garbage", &b"GARBAGE\r\n\r\n"[..]),
+        ("unfinished head", b"GET / HTTP/1.1\r\nHost: a\r\n"),
+        ("silent connection", b""),
+    ];
+    for (what, bytes) in cases {
+        let (ours, our_answer) = raw(router.http_addr, bytes, &router_syslog).await;
+        let (theirs, their_answer) = raw(haproxy_addr, bytes, &haproxy_syslog).await;
+        assert_same_fields(what, &parse_httplog(&ours.message), &parse_httplog(&theirs.message));
+        if what != "garbage" {
+            assert_eq!(our_answer, their_answer, "{what}: the 408 page");
+        }
     }
+    // A client that leaves mid-head (400 CR--).
+    let bytes = b"GET / HTTP/1.1\r\nHost: a\r\n";
+    let ours = parse_httplog(&left(router.http_addr, bytes, &router_syslog).await.message);
+    let theirs = parse_httplog(&left(haproxy_addr, bytes, &haproxy_syslog).await.message);
+    assert_same_fields("closed mid-head", &ours, &theirs);
+    // A keep-alive connection whose second head never ends: the first request's line, then 408 cR--.
+    let mut lines = Vec::new();
+    for (addr, syslog) in [(router.http_addr, &router_syslog), (haproxy_addr, &haproxy_syslog)] {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").await.expect("first request");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stream.write_all(b"GET /second HTTP/1.1\r\n").await.expect("part of a second");
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        assert!(answer.contains("HTTP/1.1 408 "), "{answer}");
+        let first = parse_httplog(&parse_rfc3164(&next_udp(syslog).await).message);
+        let second = parse_httplog(&parse_rfc3164(&next_udp(syslog).await).message);
+        lines.push((first, second));
+    }
+    assert_same_fields("first request on the connection", &lines[0].0, &lines[1].0);
+    assert_same_fields("second head never ended", &lines[0].1, &lines[1].1);
 
     // The unique id the pod got: the same shape, the client and frontend in hexadecimal.
     let ids = [our_reply.seen_header("x-request-id"), their_reply.seen_header("x-request-id")];

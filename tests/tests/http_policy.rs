@@ -4,7 +4,7 @@
 use router::config::Settings;
 use router_tests::backend::TestBackend;
 use router_tests::client::{get, KeepAliveClient};
-use router_tests::manifests::{service, ManifestDir, RouteSpec};
+use router_tests::manifests::{service, ManifestDir, RouteSpec, RouteTls};
 use router_tests::start_router_with;
 
 const FORWARDED: [&str; 5] =
@@ -126,6 +126,84 @@ async fn timeout_annotation_gives_504_and_errorfile_replaces_503() {
     let missing = get(router.http_addr, "nothing.test", "/").await;
     assert_eq!(missing.status, 503);
     assert_eq!(missing.body, "maintenance window\n");
+    router.shutdown().await;
+}
+
+/// `curl -si` through the router: the status line and the whole answer.
+fn curl(addr: std::net::SocketAddr, host: &str, path: &str) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-si", "--max-time", "5", "-H", &format!("Host: {host}"), &format!("http://{addr}{path}")])
+        .output()
+        .expect("run curl");
+    let answer = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = answer.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{answer:?}"));
+    (code, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errorfile_404_answers_what_no_route_takes_and_503_stays_for_routes_without_pods() {
+    let web = TestBackend::start("web").await;
+    let dir = ManifestDir::new();
+    dir.write(
+        "all.yaml",
+        &[
+            service("ns", "web", &[web.addr]),
+            service("ns", "empty", &[]),
+            RouteSpec::new("ns", "web", "web.test", "web").yaml(),
+            RouteSpec { path: "/app", ..RouteSpec::new("ns", "app", "app.test", "web") }.yaml(),
+            RouteSpec::new("ns", "empty", "empty.test", "empty").yaml(),
+            RouteSpec { tls: Some(RouteTls::edge()), ..RouteSpec::new("ns", "edge", "edge.test", "web") }.yaml(),
+        ]
+        .concat(),
+    );
+    let page = dir.path().join(".errorfile-404.http");
+    std::fs::write(
+        &page,
+        "HTTP/1.0 404 Error\r\nCache-Control: private, max-age=0, no-cache, no-store\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n<h1>Application or Document Not Found</h1>\n",
+    )
+    .expect("write errorfile");
+    let syslog = std::net::UdpSocket::bind("127.0.0.1:0").expect("syslog listener");
+    syslog.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.routing.errorfile_404 = Some(page);
+    settings.access_log.syslog_address = Some(syslog.local_addr().expect("addr").to_string());
+    settings.access_log.log_level = "info".into();
+    let router = start_router_with(settings).await;
+
+    // An unknown host, a known host's path no route has, and an edge route on :80 (insecure policy None: not
+    // in OpenShift's HTTP map): OpenShift's default backend, now the 404 page, logged as HAProxy's deny.
+    for (host, path) in [("nowhere.test", "/"), ("app.test", "/other"), ("edge.test", "/")] {
+        let (code, answer) = curl(router.http_addr, host, path);
+        assert_eq!(code, 404, "{host}{path}: {answer}");
+        assert!(answer.contains("\r\ncontent-type: text/html\r\n"), "the file's headers: {answer}");
+        assert!(answer.ends_with("\r\n\r\n<h1>Application or Document Not Found</h1>\n"), "{answer}");
+        let mut line = vec![0u8; 4096];
+        let n = syslog.recv(&mut line).expect("an access-log line");
+        let line = String::from_utf8_lossy(&line[..n]);
+        assert!(
+            line.contains(" openshift_default/<NOSRV> ") && line.contains(" 404 ") && line.contains(" PR-- "),
+            "{line}"
+        );
+    }
+    // And on :443, for a terminated connection's request no route takes.
+    let port = router.https_addr.port();
+    let out = std::process::Command::new("curl")
+        .args(["-sik", "--max-time", "5", "--resolve", &format!("nowhere.test:{port}:127.0.0.1")])
+        .arg(format!("https://nowhere.test:{port}/"))
+        .output()
+        .expect("run curl");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+    assert!(answer.ends_with("<h1>Application or Document Not Found</h1>\n"), "{answer}");
+    // A route without ready pods is still the route's 503, and a route's pods still answer.
+    assert_eq!(curl(router.http_addr, "empty.test", "/").0, 503);
+    assert_eq!(curl(router.http_addr, "web.test", "/").0, 200);
+    assert_eq!(curl(router.http_addr, "app.test", "/app/x").0, 200);
+    router.shutdown().await;
+
+    // Without the setting, no route is a 503 as before.
+    let router = start_router_with(Settings::for_loopback(dir.path())).await;
+    assert_eq!(curl(router.http_addr, "nowhere.test", "/").0, 503);
     router.shutdown().await;
 }
 

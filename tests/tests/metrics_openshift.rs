@@ -79,11 +79,12 @@ async fn haproxy_families_count_requests_by_frontend_route_and_pod() {
     assert_eq!(value_of(text, r#"haproxy_frontend_http_responses_total{frontend="public",code="2xx"}"#), 4.0);
     assert_eq!(value_of(text, r#"haproxy_frontend_http_responses_total{frontend="public",code="5xx"}"#), 2.0);
 
-    // The route's backend: its answers, connections, body bytes sent, and nothing in flight any more.
+    // The route's backend: its answers, connections, bytes its pods sent (heads and bodies), and nothing in
+    // flight any more.
     assert_eq!(value_of(text, &format!("haproxy_backend_http_responses_total{{{web},code=\"2xx\"}}")), 4.0);
     assert_eq!(value_of(text, &format!("haproxy_backend_http_responses_total{{{web},code=\"5xx\"}}")), 0.0);
     assert_eq!(value_of(text, &format!("haproxy_backend_connections_total{{{web}}}")), 4.0);
-    assert_eq!(value_of(text, &format!("haproxy_backend_bytes_out_total{{{web}}}")), body_bytes as f64);
+    assert!(value_of(text, &format!("haproxy_backend_bytes_out_total{{{web}}}")) > body_bytes as f64, "{text}");
     assert_eq!(value_of(text, &format!("haproxy_backend_up{{{web}}}")), 1.0);
     assert_eq!(value_of(text, &format!("haproxy_backend_current_sessions{{{web}}}")), 0.0);
     assert!(value_of(text, &format!("haproxy_backend_max_sessions{{{web}}}")) >= 1.0);
@@ -234,6 +235,12 @@ async fn tls_handshakes_and_terminated_requests_are_counted() {
     assert_eq!(value_of(&text, r#"haproxy_frontend_http_responses_total{frontend="fe_sni",code="2xx"}"#), 1.0);
     let edge_backend = r#"backend="https-edge",namespace="ns",route="web""#;
     assert_eq!(value_of(&text, &format!("haproxy_backend_http_responses_total{{{edge_backend},code=\"2xx\"}}")), 2.0);
+    // `public_ssl` counts the raw TLS bytes, `fe_sni` the decrypted HTTP inside: more on the outer one.
+    for direction in ["in", "out"] {
+        let outer = value_of(&text, &format!("haproxy_frontend_bytes_{direction}_total{{frontend=\"public_ssl\"}}"));
+        let inner = value_of(&text, &format!("haproxy_frontend_bytes_{direction}_total{{frontend=\"fe_sni\"}}"));
+        assert!(inner > 0.0 && outer > inner, "{direction}: public_ssl {outer}, fe_sni {inner}");
+    }
     router.shutdown().await;
 }
 
@@ -282,6 +289,9 @@ async fn a_passthrough_route_is_a_tcp_backend_counting_bytes_both_ways() {
     assert_eq!(value_of(&text, &format!("haproxy_backend_current_sessions{{{tcp}}}")), 0.0);
     let server = format!(r#"server="{}",namespace="ns",route="echo",pod="echo-pod-0",service="echo""#, echo.addr);
     assert_eq!(value_of(&text, &format!("haproxy_server_bytes_in_total{{{server}}}")), relayed_in);
+    // Every passthrough byte also passed the `public_ssl` frontend.
+    assert_eq!(value_of(&text, r#"haproxy_frontend_bytes_in_total{frontend="public_ssl"}"#), relayed_in);
+    assert_eq!(value_of(&text, r#"haproxy_frontend_bytes_out_total{frontend="public_ssl"}"#), relayed_out);
     assert_eq!(value_of(&text, &format!("haproxy_server_up{{{server}}}")), 1.0);
     assert!(!text.contains(&format!("haproxy_backend_http_responses_total{{{tcp}")), "a tcp backend has no HTTP rows");
     router.shutdown().await;
@@ -316,5 +326,194 @@ async fn failed_health_checks_are_counted_and_mark_the_server_down() {
     assert_eq!(value_of(&text, &format!("haproxy_server_check_failures_total{{{up}}}")), 0.0);
     assert_eq!(value_of(&text, &format!("haproxy_server_up{{{up}}}")), 1.0);
     assert_eq!(value_of(&text, r#"haproxy_backend_up{backend="http",namespace="ns",route="web"}"#), 1.0);
+    // Down by its checks, the refusing pod accumulates downtime; the other none.
+    let text = router_tests::eventually("a second of downtime", std::time::Duration::from_secs(10), || {
+        let down = down.clone();
+        async move {
+            let text = get(stats, "admin", "/metrics").await.body;
+            let downtime = series_value(&text, &format!("haproxy_server_downtime_seconds_total{{{down}}}"));
+            (downtime >= Some(1.0)).then_some(text)
+        }
+    })
+    .await;
+    assert_eq!(value_of(&text, &format!("haproxy_server_downtime_seconds_total{{{up}}}")), 0.0);
+    router.shutdown().await;
+}
+
+/// The families of openshift/router's default selection (`defaultSelectedMetrics` in
+/// `pkg/router/metrics/haproxy`), each kind's own, and the exporter's.
+const DEFAULT_FAMILIES: [(&str, &[&str]); 4] = [
+    (
+        "haproxy_frontend_",
+        &[
+            "current_sessions",
+            "max_sessions",
+            "bytes_in_total",
+            "bytes_out_total",
+            "current_session_rate",
+            "max_session_rate",
+            "http_responses_total",
+            "connections_total",
+        ],
+    ),
+    (
+        "haproxy_backend_",
+        &[
+            "current_queue",
+            "current_sessions",
+            "max_sessions",
+            "connections_total",
+            "bytes_in_total",
+            "bytes_out_total",
+            "connection_errors_total",
+            "response_errors_total",
+            "up",
+            "current_session_rate",
+            "max_session_rate",
+            "http_responses_total",
+            "http_average_queue_latency_milliseconds",
+            "http_average_connect_latency_milliseconds",
+            "http_average_response_latency_milliseconds",
+            "connections_reused_total",
+        ],
+    ),
+    (
+        "haproxy_server_",
+        &[
+            "current_queue",
+            "current_sessions",
+            "max_sessions",
+            "connections_total",
+            "bytes_in_total",
+            "bytes_out_total",
+            "connection_errors_total",
+            "response_errors_total",
+            "up",
+            "check_failures_total",
+            "downtime_seconds_total",
+            "current_session_rate",
+            "max_session_rate",
+            "http_responses_total",
+            "http_average_queue_latency_milliseconds",
+            "http_average_connect_latency_milliseconds",
+            "http_average_response_latency_milliseconds",
+            "connections_reused_total",
+        ],
+    ),
+    (
+        "haproxy_",
+        &[
+            "up",
+            "exporter_total_scrapes",
+            "exporter_scrape_interval",
+            "exporter_server_threshold",
+            "exporter_csv_parse_failures",
+            "max_connections",
+        ],
+    ),
+];
+
+async fn scrape(stats: SocketAddr) -> String {
+    let page = get(stats, "admin", "/metrics").await;
+    assert_eq!(page.status, 200);
+    page.body
+}
+
+/// Sends `request` on a new connection (which it closes) and reads the whole answer.
+async fn exchange(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("send");
+    let mut answer = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut answer))
+        .await
+        .expect("answered within 5 s")
+        .expect("read");
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_family_of_openshifts_default_selection_is_published_and_moves_with_traffic() {
+    use router_tests::manifests::RouteSpec;
+    use std::time::Duration;
+
+    let web = TestBackend::start("web").await;
+    let dir = ManifestDir::new();
+    // One slot per pod: a second request waits in the backend's queue.
+    let capped = RouteSpec {
+        annotations: &[("haproxy.router.openshift.io/pod-concurrent-connections", "1")],
+        ..RouteSpec::new("ns", "web", "capped.test", "web")
+    };
+    dir.write("all.yaml", &[service("ns", "web", &[web.addr]), capped.yaml()].concat());
+    let mut settings = Settings::for_loopback(dir.path());
+    // The queue timeout (HAProxy's `timeout queue` falls back to `timeout connect`).
+    settings.connect_timeout = Duration::from_secs(4);
+    let router = start_router_with(settings).await;
+    let (http, stats) = (router.http_addr, router.stats_addr);
+    let backend = r#"backend="http",namespace="ns",route="web""#;
+    let server = format!(r#"server="{}",namespace="ns",route="web",pod="web-pod-0",service="web""#, web.addr);
+    let of = |text: &str, family: &str, labels: &str| value_of(text, &format!("haproxy_{family}{{{labels}}}"));
+
+    let before = scrape(stats).await;
+    for (prefix, families) in DEFAULT_FAMILIES {
+        for family in families {
+            let name = format!("{prefix}{family}");
+            assert!(before.contains(&format!("# TYPE {name} gauge\n")), "{name} is not a gauge:\n{before}");
+        }
+    }
+
+    // Bytes: a POST with a 1000-byte body, on a connection the client closes after the answer.
+    let body = vec![b'x'; 1000];
+    let mut request =
+        b"POST /up HTTP/1.1\r\nHost: capped.test\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n".to_vec();
+    request.extend_from_slice(&body);
+    let answer = exchange(http, &request).await;
+    assert!(answer.starts_with(b"HTTP/1.1 200 "), "{}", String::from_utf8_lossy(&answer));
+    let answer_body = answer.len() - answer.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") - 4;
+    let after = scrape(stats).await;
+    let moved = |family: &str, labels: &str| of(&after, family, labels) - of(&before, family, labels);
+    let public = r#"frontend="public""#;
+    // The client socket's bytes, exactly.
+    assert_eq!(moved("frontend_bytes_in_total", public), request.len() as f64);
+    assert_eq!(moved("frontend_bytes_out_total", public), answer.len() as f64);
+    // To the pod: the head as rewritten (forwarded headers added) and the body; from it: its head and body.
+    for (kind, labels) in [("backend", backend), ("server", server.as_str())] {
+        let sent = moved(&format!("{kind}_bytes_in_total"), labels);
+        assert!(sent > (body.len() + 40) as f64, "{kind}: {sent}\n{after}");
+        let received = moved(&format!("{kind}_bytes_out_total"), labels);
+        assert!(received > answer_body as f64, "{kind}: {received}\n{after}");
+    }
+
+    // A second request on a kept-alive pod connection: reused.
+    let mut client = KeepAliveClient::connect(http).await;
+    assert_eq!(client.get("capped.test", "/again").await.status, 200);
+    let text = scrape(stats).await;
+    assert!(of(&text, "backend_connections_reused_total", backend) >= 1.0, "{text}");
+    assert!(of(&text, "server_connections_reused_total", &server) >= 1.0, "{text}");
+    // Connect latency: a loopback connect takes well under a millisecond, so it stays 0 here; it is there.
+    assert_eq!(of(&text, "backend_http_average_connect_latency_milliseconds", backend), 0.0);
+
+    // The queue: the pod's one slot busy for 1.5 s, a second request waits in the backend's queue.
+    let slow = tokio::spawn(async move { get(http, "capped.test", "/slow/1500").await.status });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued = tokio::spawn(async move { get(http, "capped.test", "/queued").await.status });
+    let text = router_tests::eventually("a request in the queue", Duration::from_secs(1), || async move {
+        let text = scrape(stats).await;
+        (series_value(&text, &format!("haproxy_backend_current_queue{{{backend}}}")) == Some(1.0)).then_some(text)
+    })
+    .await;
+    assert_eq!(of(&text, "server_current_queue", &server), 0.0, "the router queues on backends only");
+    assert_eq!(of(&text, "backend_http_average_queue_latency_milliseconds", backend), 0.0, "none waited yet");
+    assert_eq!((slow.await.expect("slow").as_u16(), queued.await.expect("queued").as_u16()), (200, 200));
+    let text = scrape(stats).await;
+    assert_eq!(of(&text, "backend_current_queue", backend), 0.0);
+    assert!(of(&text, "backend_http_average_queue_latency_milliseconds", backend) >= 100.0, "{text}");
+    assert!(of(&text, "server_http_average_queue_latency_milliseconds", &server) >= 100.0, "{text}");
+
+    // The exporter's own: one more scrape each time, no CSV, no scrape interval.
+    let scrapes = value_of(&text, "haproxy_exporter_total_scrapes");
+    assert_eq!(value_of(&scrape(stats).await, "haproxy_exporter_total_scrapes"), scrapes + 1.0);
+    assert_eq!(value_of(&text, "haproxy_exporter_csv_parse_failures"), 0.0);
+    assert_eq!(value_of(&text, "haproxy_exporter_scrape_interval"), 0.0);
     router.shutdown().await;
 }

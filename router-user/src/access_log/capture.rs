@@ -76,7 +76,7 @@ fn is_token(name: &str) -> bool {
 impl HeaderCapture {
     /// The header's last value, cut at the capture's length (as HAProxy keeps the last occurrence).
     pub fn capture(&self, headers: &HeaderMap) -> Option<String> {
-        let value = headers.get_all(&self.name).iter().last()?;
+        let value = headers.get_all(&self.name).iter().next_back()?;
         Some(cut(value.as_bytes(), self.max_length))
     }
 }

@@ -217,6 +217,11 @@ impl AccessLog {
         Some((unique.header.clone(), value))
     }
 
+    /// `option http-ignore-probes`: a connection that sends nothing gets no 408 either.
+    pub fn ignores_probes(&self) -> bool {
+        self.options.ignore_probes
+    }
+
     /// A connection that ended without a request is logged unless dontlognull or http-ignore-probes asks
     /// otherwise (HAProxy 2.6 skips it under either when the client sent nothing).
     pub fn logs_empty_connection(&self, received_bytes: bool) -> bool {

@@ -35,6 +35,11 @@ impl EndpointHealth {
         until == 0 || now_ms() >= until
     }
 
+    /// The active checks hold the endpoint down (after `FALL` failures, until `RISE` successes).
+    pub fn checked_down(&self) -> bool {
+        self.checked_down.load(Ordering::Relaxed)
+    }
+
     /// A connect failed on the request path.
     pub fn mark_down(&self) {
         let until = now_ms() + DOWN_FOR.as_millis() as u64;

@@ -54,11 +54,12 @@ pub struct AccessLogArgs {
     #[arg(long, env = "ROUTER_CAPTURE_HTTP_COOKIE", default_value = "")]
     pub capture_http_cookie: String,
 
-    /// Do not log connections that sent nothing (`option dontlognull`).
+    /// Do not log connections that sent nothing (`option dontlognull`); they still get the 408.
     #[arg(long, env = "ROUTER_DONT_LOG_NULL")]
     pub dont_log_null: bool,
 
-    /// Do not log connections closed or timed out before a request (`option http-ignore-probes`).
+    /// Connections that sent nothing get no 408 when the request timeout passes, and no line, nor when they close
+    /// (`option http-ignore-probes`).
     #[arg(long, env = "ROUTER_HTTP_IGNORE_PROBES")]
     pub http_ignore_probes: bool,
 

@@ -102,7 +102,8 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_DEFAULT_SERVER_TIMEOUT", default_value = "30s", value_parser = parse_haproxy_duration)]
     pub server_timeout: Duration,
 
-    /// Time a client may take to send a complete request head (slowloris protection).
+    /// Time a client may take to send a complete request head (slowloris protection); past it, HTTP/1 clients
+    /// get a 408 and the connection closes (HAProxy's `timeout http-request`).
     #[arg(long, env = "ROUTER_SLOWLORIS_TIMEOUT", default_value = "10s", value_parser = parse_haproxy_duration)]
     pub http_request_timeout: Duration,
 

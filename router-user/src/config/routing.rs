@@ -89,6 +89,11 @@ pub struct RoutingArgs {
     /// File with a whole HTTP response that replaces the router's 503 page.
     #[arg(long, env = "ROUTER_ERRORFILE_503")]
     pub errorfile_503: Option<PathBuf>,
+
+    /// File with a whole HTTP response for requests no route takes (OpenShift's default backend then
+    /// answers 404 with it instead of 503).
+    #[arg(long, env = "ROUTER_ERRORFILE_404")]
+    pub errorfile_404: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,15 +166,17 @@ impl RoutingArgs {
     }
 
     pub fn proxy_options(&self, queue_timeout: Duration) -> Result<ProxyOptions, RoutingError> {
-        let error_503 = match &self.errorfile_503 {
-            None => None,
-            Some(path) => Some(ErrorFile::load(path).map_err(|why| RoutingError::Value {
-                variable: "ROUTER_ERRORFILE_503",
+        let load = |variable: &'static str, path: &Option<PathBuf>| match path {
+            None => Ok(None),
+            Some(path) => ErrorFile::load(path).map(Some).map_err(|why| RoutingError::Value {
+                variable,
                 value: path.display().to_string(),
                 why,
-            })?),
+            }),
         };
-        Ok(ProxyOptions { error_503, queue_timeout, ..ProxyOptions::default() })
+        let error_503 = load("ROUTER_ERRORFILE_503", &self.errorfile_503)?;
+        let error_404 = load("ROUTER_ERRORFILE_404", &self.errorfile_404)?;
+        Ok(ProxyOptions { error_503, error_404, queue_timeout, ..ProxyOptions::default() })
     }
 
     pub fn client_timeouts(&self, http_request: Duration, client: Duration, proxy_protocol: bool) -> ClientTimeouts {

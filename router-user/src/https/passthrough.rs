@@ -18,7 +18,7 @@ use tracing::debug;
 use super::HttpsContext;
 use crate::access_log::{LineKind, LogRecord, OpenConnection, Termination, PUBLIC_SSL};
 use crate::balance::{AttemptError, Attempts, EndpointHealth, EndpointTrial, PickedEndpoint};
-use crate::metrics::{BackendOnlyLabels, CountersSlot, PassthroughLabels, TlsFailureLabels};
+use crate::metrics::{BackendOnlyLabels, CountersSlot, Frontend, PassthroughLabels, TlsFailureLabels};
 use crate::protection::{ConnectionTicket, RouteGate};
 use crate::relay::SteerOutcome;
 use crate::table::{Backend, Endpoint};
@@ -89,7 +89,8 @@ pub async fn relay_to_pod(
             };
             count("in", stats.to_pod + hello.len() as u64);
             count("out", stats.to_client);
-            for proxy in [backend_proxy, server_proxy] {
+            let public_ssl = context.metrics.haproxy.frontend(Frontend::PublicSsl);
+            for proxy in [backend_proxy, server_proxy, public_ssl] {
                 proxy.add_bytes(stats.to_pod + hello.len() as u64, stats.to_client);
             }
             line.end(Termination::NORMAL, stats.to_client, stats.to_pod + hello.len() as u64);

@@ -15,7 +15,7 @@ use tracing::debug;
 use super::forbidden::serve_forbidden;
 use super::inspect::Inspected;
 use super::HttpsContext;
-use crate::listen::Prefixed;
+use crate::listen::{CountedIo, Prefixed};
 use crate::metrics::{tls_failure_reason, Frontend, TlsFailureLabels, TlsHandshakeFailureLabels, TlsHandshakeLabels};
 use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
 use crate::tls::{client_cert_headers, client_subject};
@@ -39,8 +39,10 @@ pub async fn serve(
         true => context.configs.refusing(),
         false => context.configs.for_connection(choice.key, choice.offer_h2),
     };
-    // rustls reads the ClientHello again from the bytes the inspection kept.
-    let io = Prefixed::new(hello.buffered, stream);
+    // rustls reads the ClientHello again from the bytes the inspection kept; the raw TLS bytes are
+    // `public_ssl`'s (the decrypted ones count toward `fe_sni` / `fe_no_sni` in `serve_client`).
+    let public_ssl = context.metrics.haproxy.frontend(Frontend::PublicSsl).clone();
+    let io = CountedIo::new(Prefixed::new(hello.buffered, stream), public_ssl);
     let handshake = tokio::time::timeout(context.timeouts.http_request, TlsAcceptor::from(config).accept(io));
     let tls = match handshake.await {
         Ok(Ok(tls)) => tls,

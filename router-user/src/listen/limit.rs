@@ -51,6 +51,8 @@ impl ConnectionLimit {
     pub fn new(max: usize, metrics: &Metrics) -> Arc<Self> {
         let max = max.clamp(1, Semaphore::MAX_PERMITS);
         metrics.max_connections.set(i64::try_from(max).unwrap_or(i64::MAX));
+        // openshift/router reads the same limit from the `public` frontend's session limit.
+        metrics.haproxy.set_max_connections(max as u64);
         Arc::new(Self {
             permits: Arc::new(Semaphore::new(max)),
             open: metrics.client_connections.clone(),

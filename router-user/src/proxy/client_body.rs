@@ -13,6 +13,7 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
 use super::client_io::BodyWait;
+use crate::metrics::ProxyCounters;
 
 /// Whether the client's body failed; shared by the body and whoever judges the exchange.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +36,8 @@ pub struct ClientBody {
     fault: ClientFault,
     /// The connection's client timeout, when the connection has one.
     wait: Option<BodyWait>,
+    /// The backend and server whose `bytes_in` count the body's bytes, once the body goes to a pod.
+    counters: Option<[Arc<ProxyCounters>; 2]>,
 }
 
 impl ClientBody {
@@ -42,7 +45,12 @@ impl ClientBody {
     /// the client.
     pub fn watch(inner: Incoming, wait: Option<BodyWait>) -> (ClientBody, ClientFault) {
         let fault = ClientFault::default();
-        (ClientBody { inner, fault: fault.clone(), wait }, fault)
+        (ClientBody { inner, fault: fault.clone(), wait, counters: None }, fault)
+    }
+
+    /// The body goes to a server of a backend: its bytes count as theirs.
+    pub fn count_into(&mut self, counters: [Arc<ProxyCounters>; 2]) {
+        self.counters = Some(counters);
     }
 }
 
@@ -52,8 +60,15 @@ impl Body for ClientBody {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Err(_))) = &polled {
-            self.fault.record();
+        match (&polled, &self.counters) {
+            (Poll::Ready(Some(Err(_))), _) => self.fault.record(),
+            (Poll::Ready(Some(Ok(frame))), Some(counters)) => {
+                let bytes = frame.data_ref().map_or(0, |data| data.len() as u64);
+                for counters in counters {
+                    counters.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+                }
+            }
+            _ => {}
         }
         if let Some(wait) = self.wait.as_mut() {
             match polled {

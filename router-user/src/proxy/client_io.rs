@@ -11,6 +11,9 @@
 //! ([`BodyWait`], HTTP/1 only: an HTTP/2 connection carries other streams meanwhile), and while a write waits
 //! for the client to read (any phase, until the connection becomes a tunnel). When it passes,
 //! the connection fails with [`io::ErrorKind::TimedOut`]; a request body cut that way never reaches the pod whole.
+//!
+//! When the head timer passes on HTTP/1, the client first gets HAProxy's 408 (`request_timeout`), unless
+//! ROUTER_HTTP_IGNORE_PROBES is set and it never sent a byte; the keep-alive timer closes silently.
 
 use std::future::Future;
 use std::io;
@@ -23,6 +26,8 @@ use std::time::Duration;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
+
+use super::request_timeout::TimeoutReply;
 
 const AWAITING_HEAD: u8 = 0;
 const BUSY: u8 = 1;
@@ -52,6 +57,22 @@ pub struct ConnectionClock {
     requests: AtomicU32,
     received: AtomicBool,
     idle_ms: AtomicU64,
+    /// The head timer passed (hyper reports a failed read of an empty buffer as a plain close, so the access
+    /// log learns it here).
+    head_timed_out: AtomicBool,
+}
+
+/// A request head the connection was waiting for when it ended (see [`ConnectionClock::unfinished_head`]).
+#[derive(Clone, Copy, Debug)]
+pub struct UnfinishedHead {
+    /// When it began: the connection's opening for the first, the first byte of a later one.
+    pub began: Instant,
+    /// The client sent some of it.
+    pub received: bool,
+    /// ROUTER_SLOWLORIS_TIMEOUT passed while waiting for it.
+    pub timed_out: bool,
+    /// It was the connection's first.
+    pub first: bool,
 }
 
 /// When the current request's head began and how long the connection idled before it (access-log timers).
@@ -81,6 +102,7 @@ impl ConnectionClock {
             body_wait_since_ms: AtomicU64::new(0),
             reader: Mutex::new(None),
             tunnelled: AtomicBool::new(false),
+            head_timed_out: AtomicBool::new(false),
         })
     }
 
@@ -95,13 +117,16 @@ impl ConnectionClock {
         HeadTiming { began, idle, opened: self.opened, first }
     }
 
-    /// Whether any request was started on this connection, and whether the client sent any byte.
-    pub fn requests_and_bytes(&self) -> (bool, bool) {
-        (self.requests.load(Ordering::Acquire) > 0, self.received.load(Ordering::Acquire))
-    }
-
-    pub fn opened(&self) -> Instant {
-        self.opened
+    /// The request head the connection was waiting for, if any: the first (whether or not a byte came), or on
+    /// HTTP/1 a later one whose first bytes came. `None` between requests and while one is served.
+    pub fn unfinished_head(&self) -> Option<UnfinishedHead> {
+        let received = self.received.load(Ordering::Acquire);
+        let timed_out = self.head_timed_out.load(Ordering::Acquire);
+        if self.requests.load(Ordering::Acquire) == 0 {
+            return Some(UnfinishedHead { began: self.opened, received, timed_out, first: true });
+        }
+        let awaiting = !self.multiplexed && self.phase.load(Ordering::Acquire) == AWAITING_HEAD;
+        awaiting.then(|| UnfinishedHead { began: self.since(), received: true, timed_out, first: false })
     }
 
     /// A request body waits for the client's next bytes: the client timeout runs until [`BodyWait`] says the
@@ -253,6 +278,8 @@ pub struct ClientTimers {
     /// The client must send a waited-for body byte, or read what is written to it, within this
     /// (ROUTER_DEFAULT_CLIENT_TIMEOUT).
     pub client: Duration,
+    /// ROUTER_HTTP_IGNORE_PROBES: a connection that sent nothing gets no 408 when the head timer passes.
+    pub ignore_probes: bool,
 }
 
 /// The connection clock a request's body reports its waits to, carried in the request's extensions.
@@ -272,12 +299,14 @@ pub struct ClientIo<S> {
     timer: Pin<Box<Sleep>>,
     /// Runs while a write waits for the client to read; `None` when the last write went through.
     write_timer: Option<Pin<Box<Sleep>>>,
+    /// The head timer passed: the 408 on its way out, after which reads fail.
+    reply: Option<TimeoutReply>,
 }
 
 impl<S> ClientIo<S> {
     pub fn new(io: S, clock: Arc<ConnectionClock>, timers: ClientTimers) -> Self {
         let timer = Box::pin(tokio::time::sleep_until(clock.opened + timers.http_request));
-        Self { io, clock, timers, timer, write_timer: None }
+        Self { io, clock, timers, timer, write_timer: None, reply: None }
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -329,8 +358,40 @@ impl<S> ClientIo<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
+impl<S: AsyncWrite + Unpin> ClientIo<S> {
+    /// The head timer passed: whether the client is told so with a 408 (HTTP/1, and not a probe that
+    /// ROUTER_HTTP_IGNORE_PROBES says to drop silently).
+    fn answers_head_timeout(&self) -> bool {
+        let clock = &self.clock;
+        let probe = !clock.received.load(Ordering::Acquire);
+        clock.phase.load(Ordering::Acquire) == AWAITING_HEAD
+            && !clock.multiplexed
+            && !(self.timers.ignore_probes && probe)
+    }
+
+    /// Sends the 408, bounded by the client timeout, then fails the read whatever became of it.
+    fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(reply) = self.reply.as_mut() else { return Poll::Ready(Err(head_timeout())) };
+        match reply.poll_send(&mut self.io, cx) {
+            Poll::Pending => match self.poll_write_timer(cx) {
+                Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+                _ => Poll::Pending,
+            },
+            Poll::Ready(_) => Poll::Ready(Err(head_timeout())),
+        }
+    }
+}
+
+fn head_timeout() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "client timeout")
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for ClientIo<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if self.reply.is_some() {
+            // Timed out: what the client sends now is not read.
+            return self.poll_reply(cx);
+        }
         let before = buf.filled().len();
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(result) => {
@@ -352,9 +413,17 @@ impl<S: AsyncRead + Unpin> AsyncRead for ClientIo<S> {
                 if self.timer.deadline() != deadline {
                     self.timer.as_mut().reset(deadline);
                 }
-                match self.timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "client timeout"))),
-                    Poll::Pending => Poll::Pending,
+                let fired = self.timer.as_mut().poll(cx).is_ready();
+                if fired && self.clock.phase.load(Ordering::Acquire) == AWAITING_HEAD {
+                    self.clock.head_timed_out.store(true, Ordering::Release);
+                }
+                match fired {
+                    true if self.answers_head_timeout() => {
+                        self.reply = Some(TimeoutReply::default());
+                        self.poll_reply(cx)
+                    }
+                    true => Poll::Ready(Err(head_timeout())),
+                    false => Poll::Pending,
                 }
             }
         }
@@ -400,7 +469,8 @@ mod tests {
     /// Longer than both timers.
     const QUIET: Duration = Duration::from_millis(400);
     const CLIENT: Duration = Duration::from_millis(200);
-    const TIMERS: ClientTimers = ClientTimers { http_request: HEAD, keep_alive: KEEP_ALIVE, client: CLIENT };
+    const TIMERS: ClientTimers =
+        ClientTimers { http_request: HEAD, keep_alive: KEEP_ALIVE, client: CLIENT, ignore_probes: false };
 
     #[tokio::test]
     async fn an_http2_connection_keeps_no_timer_while_a_response_streams_and_pings_do_not_start_the_head_timer() {
@@ -484,5 +554,58 @@ mod tests {
         let written = tokio::time::timeout(Duration::from_secs(2), io.write_all(&big)).await.expect("a timer fires");
         assert_eq!(written.expect_err("client timeout").kind(), io::ErrorKind::TimedOut);
         assert!(started.elapsed() >= CLIENT - Duration::from_millis(5), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_head_that_never_ends_gets_the_408_and_an_idle_connection_closes_silently() {
+        use crate::proxy::request_timeout::REQUEST_TIMEOUT_REPLY;
+        // A part of a head, then silence: the 408, then the read fails.
+        let (near, mut far) = tokio::io::duplex(4096);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
+        far.write_all(b"GET / HTTP/1.1\r\n").await.expect("write");
+        let mut buf = [0u8; 64];
+        assert!(io.read(&mut buf).await.expect("read") > 0);
+        let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut buf)).await.expect("a timer fires");
+        assert_eq!(waited.expect_err("head timeout").kind(), io::ErrorKind::TimedOut);
+        drop(io);
+        let mut answer = String::new();
+        far.read_to_string(&mut answer).await.expect("the reply");
+        assert_eq!(answer, REQUEST_TIMEOUT_REPLY);
+
+        // Served, then idle past the keep-alive timer: closed without a byte.
+        let (near, mut far) = tokio::io::duplex(4096);
+        let clock = ConnectionClock::new(false);
+        let mut io = ClientIo::new(near, clock.clone(), TIMERS);
+        far.write_all(b"G").await.expect("write");
+        assert_eq!(io.read(&mut buf).await.expect("read"), 1);
+        drop(clock.request_started());
+        let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut buf)).await.expect("a timer fires");
+        assert_eq!(waited.expect_err("keep-alive timeout").kind(), io::ErrorKind::TimedOut);
+        drop(io);
+        let mut answer = Vec::new();
+        far.read_to_end(&mut answer).await.expect("closed");
+        assert!(answer.is_empty(), "{answer:?}");
+    }
+
+    #[tokio::test]
+    async fn ignore_probes_closes_a_silent_connection_without_the_408_but_not_a_started_head() {
+        use crate::proxy::request_timeout::REQUEST_TIMEOUT_REPLY;
+        let timers = ClientTimers { ignore_probes: true, ..TIMERS };
+        let mut buf = [0u8; 64];
+        for (sent, expected) in [(&b""[..], ""), (b"GET", REQUEST_TIMEOUT_REPLY)] {
+            let (near, mut far) = tokio::io::duplex(4096);
+            let mut io = ClientIo::new(near, ConnectionClock::new(false), timers);
+            if !sent.is_empty() {
+                far.write_all(sent).await.expect("write");
+                assert!(io.read(&mut buf).await.expect("read") > 0);
+            }
+            let waited = tokio::time::timeout(Duration::from_secs(2), io.read(&mut buf)).await.expect("a timer");
+            assert_eq!(waited.expect_err("head timeout").kind(), io::ErrorKind::TimedOut);
+            drop(io);
+            let mut answer = String::new();
+            far.read_to_string(&mut answer).await.expect("closed");
+            assert_eq!(answer, expected, "after {sent:?}");
+        }
     }
 }

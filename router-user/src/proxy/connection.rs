@@ -17,9 +17,9 @@ use super::client_io::{BodyWaitClock, ClientIo, ClientTimers, ConnectionClock, I
 use super::coalesced_writes::CoalescedWrites;
 use super::handler::{ClientConnection, HttpProxy};
 use super::header_case::{CaseAdjustedWrites, RequestMethods};
-use super::request_log::log_empty_connection;
+use super::request_log::{log_unfinished_head, HeadEnd};
 use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
-use crate::listen::{stop_requested, ClientTimeouts};
+use crate::listen::{stop_requested, ClientTimeouts, CountedIo};
 use crate::protection::RefusedConnection;
 
 /// The most an HTTP/1.1 client connection buffers (read and write side each); at least the request head
@@ -48,6 +48,9 @@ pub async fn serve_client<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // The frontend's bytes: what this client socket carries, 408s and tunnels included.
+    let frontend_counters = proxy.metrics().haproxy.frontend(state.frontend).clone();
+    let io = CountedIo::new(io, frontend_counters.clone());
     let state = Arc::new(state);
     let access_log = proxy.access_log().clone();
     let frontend = if state.info.proto == "https" { FE_SNI } else { PUBLIC };
@@ -56,8 +59,12 @@ pub async fn serve_client<I>(
     let (log_state, log_clock) = (state.clone(), clock.clone());
     let drain_clock = clock.clone();
     let io_clock = clock.clone();
-    let timers =
-        ClientTimers { http_request: timeouts.http_request, keep_alive: timeouts.keep_alive, client: timeouts.client };
+    let timers = ClientTimers {
+        http_request: timeouts.http_request,
+        keep_alive: timeouts.keep_alive,
+        client: timeouts.client,
+        ignore_probes: access_log.ignores_probes(),
+    };
     // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
     // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
@@ -153,12 +160,16 @@ pub async fn serve_client<I>(
             }
         }
     };
-    if access_log.enabled() {
-        let (any_request, received) = log_clock.requests_and_bytes();
-        if !any_request {
-            let timed_out = result.as_ref().err().is_some_and(|error| is_timeout(error));
+    // A head the connection was waiting for: HAProxy's `<BADREQ>` line, and a 4xx on the frontend (except for
+    // a connection that sent nothing under http-ignore-probes; an HTTP/2 connection without a stream is not one).
+    if let Some(head) = log_clock.unfinished_head() {
+        let end = if head.timed_out { HeadEnd::TimedOut } else { head_end(&result) };
+        if version == HttpVersion::Http1 && (head.received || !access_log.ignores_probes()) {
+            frontend_counters.count_response(end.status());
+        }
+        if access_log.enabled() {
             let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
-            log_empty_connection(&access_log, info, accepted_at, log_clock.opened(), received, timed_out);
+            log_unfinished_head(&access_log, info, accepted_at, head, end);
         }
     }
     if let Err(error) = result {
@@ -185,6 +196,17 @@ async fn finished_or_idle<F: std::future::Future>(
                 }
             }
         }
+    }
+}
+
+/// How a connection waiting for a request head ended.
+fn head_end(result: &Result<(), hyper::Error>) -> HeadEnd {
+    match result {
+        Err(error) if is_timeout(error) => HeadEnd::TimedOut,
+        // hyper answered it (400, 431 ...).
+        Err(error) if error.is_parse() || error.is_parse_too_large() => HeadEnd::Malformed,
+        // The client closed (or reset) the connection.
+        _ => HeadEnd::Closed,
     }
 }
 

@@ -32,7 +32,7 @@ use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
-use super::pod::PodUpgrade;
+use super::pod::{PodConnection, PodUpgrade};
 use super::request_host::request_host;
 use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
@@ -41,9 +41,10 @@ use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
+use super::wire_size::response_head_size;
 use crate::access_log::AccessLog;
 use crate::balance::{Attempts, GaveUp};
-use crate::metrics::{Frontend, Metrics, ProxyCounters};
+use crate::metrics::{Frontend, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
@@ -60,6 +61,10 @@ pub const DEFAULT_REQUEST_HEAD_LIMIT: usize = 32768 - 8192;
 pub struct ProxyOptions {
     /// `ROUTER_ERRORFILE_503`: replaces the built-in 503 page.
     pub error_503: Option<ErrorFile>,
+    /// `ROUTER_ERRORFILE_404`: requests no route takes get it (status 404) instead of the 503. OpenShift's
+    /// template then adds `http-request deny deny_status 404` to its default backend, whose `errorfile 404`
+    /// is this file.
+    pub error_404: Option<ErrorFile>,
     /// How long a request waits for a free `pod-concurrent-connections` slot before a 503.
     pub queue_timeout: Duration,
     /// Bytes of an HTTP/1 request line and header section, or of an HTTP/2 header list, beyond which a
@@ -80,6 +85,7 @@ impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
             error_503: None,
+            error_404: None,
             queue_timeout: Duration::ZERO,
             request_head_limit: DEFAULT_REQUEST_HEAD_LIMIT,
             compression: None,
@@ -222,6 +228,12 @@ impl HttpProxy {
         self.options.error_503.as_ref().map_or_else(unavailable, ErrorFile::response)
     }
 
+    /// The answer of OpenShift's default backend, for a request no route takes: the ROUTER_ERRORFILE_404
+    /// page when there is one, else the 503.
+    fn no_route(&self) -> Response<ProxyBody> {
+        self.options.error_404.as_ref().map_or_else(|| self.unavailable(), ErrorFile::response)
+    }
+
     async fn route_and_forward(
         &self,
         connection: &ClientConnection,
@@ -233,7 +245,7 @@ impl HttpProxy {
         }
         let raw_host = match request_host(request.version(), request.uri(), request.headers()) {
             Ok(Some(host)) => host,
-            Ok(None) => return unrouted(self.unavailable()),
+            Ok(None) => return unrouted(self.no_route()),
             Err(conflict) => {
                 debug!(%conflict, "request refused");
                 return unrouted(bad_request());
@@ -244,11 +256,14 @@ impl HttpProxy {
         let rules = if connection.is_tls() { &table.https } else { &table.http };
         let Some(backend) = rules.lookup(&host, request.uri().path()).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
-            return unrouted(self.unavailable());
+            return unrouted(self.no_route());
         };
+        if matches!(backend.action, HttpAction::NotOnHttp) && !connection.is_tls() {
+            // A TLS route without an insecure policy is not in OpenShift's HTTP map: its default backend answers.
+            return unrouted(self.no_route());
+        }
         self.protect(&backend, connection)?;
         let response = match backend.action {
-            HttpAction::NotOnHttp if !connection.is_tls() => self.unavailable(),
             HttpAction::RedirectToHttps if !connection.is_tls() => {
                 let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
                 redirect_to_https(&host, target)
@@ -337,6 +352,7 @@ impl HttpProxy {
             metrics: &self.metrics,
             retry_connect: retryable,
         };
+        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
         let mut trial = RequestTrial {
             backend,
             client,
@@ -346,8 +362,10 @@ impl HttpProxy {
             parts: &parts,
             body,
             client_fault,
+            backend_proxy,
+            proxies: &self.metrics.haproxy,
+            queued_for: Duration::ZERO,
         };
-        let backend_proxy = self.metrics.backend_proxy(&backend.labels, &backend.requests);
         let _session = backend_proxy.open_session();
         let started = Instant::now();
         match attempts.run(&mut trial).await {
@@ -361,11 +379,21 @@ impl HttpProxy {
                 server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
                 server_proxy.count_response(response.status().as_u16());
                 let elapsed = started.elapsed();
-                server_proxy.observe_response_time(elapsed);
-                backend_proxy.observe_response_time(elapsed);
-                let counters = [backend_proxy.clone(), server_proxy.clone()];
-                let mut response =
-                    self.respond(backend, response, lease, client_cookie, client_upgrade, gzip, counters);
+                let pod_connection = response.extensions().get::<PodConnection>().copied();
+                let head = response_head_size(&response);
+                for proxy in [backend_proxy, server_proxy] {
+                    proxy.observe_response_time(elapsed);
+                    proxy.observe_queue_time(trial.queued_for);
+                    proxy.add_bytes(0, head);
+                    // Known for the router's own HTTP/1.1 client; hyper's (h2c, reencrypt) does not tell.
+                    if let Some(connection) = pod_connection {
+                        proxy.observe_connect_time(connection.connect);
+                        if connection.reused {
+                            proxy.connections_reused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                let mut response = self.respond(backend, response, lease, client_cookie, client_upgrade, gzip);
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
@@ -388,7 +416,6 @@ impl HttpProxy {
         client_cookie: Option<String>,
         client_upgrade: Option<OnUpgrade>,
         gzip: bool,
-        counters: [Arc<ProxyCounters>; 2],
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_side) = client_upgrade {
@@ -417,6 +444,10 @@ impl HttpProxy {
         }
         header_actions::apply(&backend.policy.response_headers, headers);
         response.map(|body| {
+            // The body's bytes count toward the backend's and the server's `bytes_out`.
+            let endpoint = lease.endpoint();
+            let server = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy).clone();
+            let counters = [self.metrics.backend_proxy(&backend.labels, &backend.requests).clone(), server];
             let body = LeasedBody::new(body, Some(lease), Some(counters));
             Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
         })

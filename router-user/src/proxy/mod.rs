@@ -3,7 +3,7 @@
 //! router's own answers for failures. Accepting connections is `listen`'s job; an upgraded exchange's bytes
 //! go to `relay`'s tunnel.
 
-// The client side: a connection's HTTP (1.1 or 2), its timers, each request's phases, its body on the way
+// The client side: a connection's HTTP (1.1 or 2), its timers (and the 408 of the head timer), each request's phases, its body on the way
 // to a pod, and the case of header names written on HTTP/1 (ROUTER_H1_CASE_ADJUST).
 mod client_body;
 mod client_io;
@@ -13,6 +13,7 @@ mod handler;
 mod header_case;
 mod listener;
 mod request_log;
+mod request_timeout;
 mod upgrade;
 
 // The request policy: the host a request is for, rewriting for the pod, forwarded headers, the sticky cookie,
@@ -32,6 +33,7 @@ mod lease;
 pub(crate) mod pod;
 mod request_trial;
 mod upstream;
+mod wire_size;
 
 pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};

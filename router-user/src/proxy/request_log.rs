@@ -13,9 +13,10 @@ use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Ve
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
-use super::client_io::HeadTiming;
+use super::client_io::{HeadTiming, UnfinishedHead};
 use super::forwarded::ConnectionInfo;
 use super::sticky::cookie_value;
+use super::wire_size::headers_size;
 use crate::access_log::{
     AccessLog, Counts, LineKind, LogRecord, RequestLine, Termination, FE_SNI, NOT_REACHED, PUBLIC,
 };
@@ -116,8 +117,8 @@ impl RequestLog {
         let served = response.extensions().get::<ServedBy>().and_then(|s| backend.and_then(|b| b.endpoints.get(s.0)));
         let status = response.status();
         record.status = Some(status.as_u16());
-        if backend.is_none() && status == StatusCode::SERVICE_UNAVAILABLE {
-            // No route: HAProxy's default backend answers.
+        if backend.is_none() && matches!(status, StatusCode::SERVICE_UNAVAILABLE | StatusCode::NOT_FOUND) {
+            // No route: HAProxy's default backend answers (404: its `http-request deny` with ROUTER_ERRORFILE_404).
             record.backend = Arc::from("openshift_default");
         }
         if let Some(backend) = backend {
@@ -180,7 +181,8 @@ impl RequestLog {
 /// The termination state of an answer the router made itself.
 fn own_answer(status: StatusCode) -> Termination {
     match status.as_u16() {
-        400 | 431 | 500 => Termination::new(b'P', b'R'),
+        // 404: the default backend's `http-request deny` (ROUTER_ERRORFILE_404).
+        400 | 404 | 431 | 500 => Termination::new(b'P', b'R'),
         502 => Termination::new(b'S', b'H'),
         503 => Termination::new(b'S', b'C'),
         504 => Termination::new(b's', b'H'),
@@ -218,36 +220,59 @@ fn response_head_size<B>(response: &Response<B>) -> u64 {
     (line + headers_size(response.headers()) + date + 2) as u64
 }
 
-fn headers_size(headers: &HeaderMap) -> usize {
-    headers.iter().map(|(name, value)| name.as_str().len() + 2 + value.len() + 2).sum()
+/// How a connection waiting for a request head ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadEnd {
+    /// ROUTER_SLOWLORIS_TIMEOUT passed (HAProxy's `timeout http-request`).
+    TimedOut,
+    /// What came was not a request (hyper answered it).
+    Malformed,
+    /// The client closed the connection.
+    Closed,
 }
 
-/// The line of a connection that ended before any request: HAProxy's `<BADREQ>` line, 400 `CR--` when the
-/// client closed, 408 `cR--` when it timed out, 400 `PR--` when what it sent was not a request.
-pub fn log_empty_connection(
+impl HeadEnd {
+    /// The status HAProxy logs and counts for it.
+    pub fn status(self) -> u16 {
+        match self {
+            HeadEnd::TimedOut => 408,
+            HeadEnd::Malformed | HeadEnd::Closed => 400,
+        }
+    }
+}
+
+/// The line of a connection that ended while waiting for a request head (its first, or on HTTP/1 a later
+/// one already begun), as HAProxy logs it: `<BADREQ>` with 408 `cR--` when the head timer passed, 400 `CR--`
+/// when the client closed, 400 `PR--` when what it sent was not a request. A connection that sent nothing
+/// is not logged under dontlognull or http-ignore-probes.
+pub fn log_unfinished_head(
     log: &AccessLog,
     info: &ConnectionInfo,
     accepted_at: SystemTime,
-    opened: Instant,
-    received: bool,
-    timed_out: bool,
+    head: UnfinishedHead,
+    end: HeadEnd,
 ) {
-    if !log.logs_empty_connection(received) {
+    if !log.logs_empty_connection(head.received) {
         return;
     }
-    let mut record = new_record(log, info, accepted_at, SystemTime::now());
+    let now = SystemTime::now();
+    let lasted = head.began.elapsed();
+    let mut record = new_record(log, info, accepted_at, now);
+    // A later head's line starts with its first byte, as HAProxy starts a new stream then.
+    if !head.first {
+        let began = now.checked_sub(lasted).unwrap_or(now);
+        (record.accepted_at, record.requested_at) = (began, began);
+    }
     record.request_counter = log.next_request_number();
-    let (status, termination) = match (timed_out, received) {
-        (true, _) => (408, Termination::new(b'c', b'R')),
-        (false, true) => (400, Termination::new(b'P', b'R')),
-        (false, false) => (400, Termination::new(b'C', b'R')),
+    record.status = Some(end.status());
+    record.termination = match end {
+        HeadEnd::TimedOut => Termination::new(b'c', b'R'),
+        HeadEnd::Malformed => Termination::new(b'P', b'R'),
+        HeadEnd::Closed => Termination::new(b'C', b'R'),
     };
-    record.status = Some(status);
-    record.termination = termination;
     record.timers.request = NOT_REACHED;
-    let lasted = millis(opened.elapsed());
-    record.timers.active = lasted;
-    record.timers.total = lasted;
+    record.timers.active = millis(lasted);
+    record.timers.total = millis(lasted);
     log.log(LineKind::Http, record);
 }
 

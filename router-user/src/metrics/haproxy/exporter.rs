@@ -4,10 +4,20 @@
 //! router's own counters ([`ProxyRegistry`]) and the live table's backends and servers ([`Topology`]), read at
 //! each scrape, so a route's rows appear and go with the route.
 //!
-//! Columns the router does not measure are left out rather than shown as zeros: queue (current, latency),
-//! connect latency, connection reuse, downtime, the frontends' bytes, and the bytes HTTP backends receive
-//! (`bytes_out_total` of an HTTP backend or server counts response body bytes; a passthrough backend counts
-//! every byte both ways). The response latency is measured from the pick of a server to the response head.
+//! Every family of the exporter's default selection is published. Bytes: a frontend counts what its client
+//! sockets carried (`public_ssl` the raw TLS bytes of every :443 connection, `fe_sni`/`fe_no_sni` the decrypted
+//! ones); an HTTP backend or server counts request heads (as HTTP/1.1 writes them) and bodies sent to its pods
+//! (`bytes_in_total`) and response heads and bodies from them (`bytes_out_total`); a passthrough backend every
+//! byte both ways. The queue is the requests waiting for a free `pod-concurrent-connections` slot, a backend's
+//! own: the router never queues a request on one server, so a server's `current_queue` is always 0 (its queue
+//! latency is that of the backend queue for the requests it then served). Connect latency and connection
+//! reuse are known for pods spoken to over HTTP/1.1 (the router's own client), not over h2c or reencrypt.
+//! The response latency is measured from the pick of a server to the response head.
+//!
+//! `haproxy_exporter_total_scrapes` and `haproxy_exporter_csv_parse_failures` are counters in openshift/router;
+//! here they are gauges, as every `haproxy_*` family, so that the series keeps its name in the OpenMetrics
+//! text (which would write a counter's samples with a `_total` suffix). There is no CSV to parse (always 0) and
+//! no interval between scrapes (`haproxy_exporter_scrape_interval` 0: every scrape reads the live counters).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -103,6 +113,11 @@ type Gauges<L> = Family<L, Gauge>;
 
 /// One family per column, registered under `haproxy_<kind>_<name>`.
 struct Columns<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static> {
+    current_queue: Gauges<L>,
+    queue_latency: Gauges<L>,
+    connect_latency: Gauges<L>,
+    connections_reused: Gauges<L>,
+    downtime: Gauges<L>,
     current_sessions: Gauges<L>,
     max_sessions: Gauges<L>,
     connections_total: Gauges<L>,
@@ -120,6 +135,11 @@ struct Columns<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debu
 impl<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static> Columns<L> {
     fn new() -> Self {
         Columns {
+            current_queue: Family::default(),
+            queue_latency: Family::default(),
+            connect_latency: Family::default(),
+            connections_reused: Family::default(),
+            downtime: Family::default(),
             current_sessions: Family::default(),
             max_sessions: Family::default(),
             connections_total: Family::default(),
@@ -143,6 +163,8 @@ impl<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send +
         add("current_sessions", "Current number of active sessions", &self.current_sessions);
         add("max_sessions", "Maximum observed number of active sessions", &self.max_sessions);
         add("connections_total", "Total number of connections", &self.connections_total);
+        add("bytes_in_total", "Current total of incoming bytes", &self.bytes_in_total);
+        add("bytes_out_total", "Current total of outgoing bytes", &self.bytes_out_total);
         add(
             "current_session_rate",
             "Current number of sessions per second over last elapsed second",
@@ -152,8 +174,22 @@ impl<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send +
         if kind == "frontend" {
             return;
         }
-        add("bytes_in_total", "Current total of incoming bytes", &self.bytes_in_total);
-        add("bytes_out_total", "Current total of outgoing bytes", &self.bytes_out_total);
+        let queue_help = match kind {
+            "server" => "Current number of queued requests assigned to this server",
+            _ => "Current number of queued requests not assigned to any server",
+        };
+        add("current_queue", queue_help, &self.current_queue);
+        add(
+            "http_average_queue_latency_milliseconds",
+            "Average latency to be dequeued of the last 1024 requests in milliseconds",
+            &self.queue_latency,
+        );
+        add(
+            "http_average_connect_latency_milliseconds",
+            "Average connect latency of the last 1024 requests in milliseconds",
+            &self.connect_latency,
+        );
+        add("connections_reused_total", "Total number of connections reused", &self.connections_reused);
         add("connection_errors_total", "Total of connection errors", &self.connection_errors_total);
         add("response_errors_total", "Total of response errors", &self.response_errors_total);
         let up_help = format!("Current health status of the {kind} (1 = UP, 0 = DOWN)");
@@ -165,11 +201,15 @@ impl<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send +
         );
         if kind == "server" {
             add("check_failures_total", "Total number of failed health checks", &self.check_failures_total);
+            add("downtime_seconds_total", "Total downtime in seconds", &self.downtime);
         }
     }
 
-    /// The session columns (every kind) of one row.
+    /// The session and byte columns (every kind) of one row.
     fn set_sessions(&self, labels: &L, counters: &ProxyCounters, current: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        set(&self.bytes_in_total, labels, counters.bytes_in.load(Relaxed));
+        set(&self.bytes_out_total, labels, counters.bytes_out.load(Relaxed));
         set(&self.current_sessions, labels, current);
         set(&self.max_sessions, labels, counters.max_sessions().max(current));
         set(&self.connections_total, labels, counters.sessions_total());
@@ -177,19 +217,20 @@ impl<L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send +
         set(&self.max_session_rate, labels, counters.max_session_rate());
     }
 
-    /// The columns of a backend or server row.
-    fn set_proxy(&self, labels: &L, counters: &ProxyCounters, up: bool, http: bool) {
+    /// The columns of a backend or server row; `queued` is its current queue.
+    fn set_proxy(&self, labels: &L, counters: &ProxyCounters, up: bool, http: bool, queued: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        if !http {
-            set(&self.bytes_in_total, labels, counters.bytes_in.load(Relaxed));
-        }
-        set(&self.bytes_out_total, labels, counters.bytes_out.load(Relaxed));
+        set(&self.current_queue, labels, queued);
+        set(&self.connections_reused, labels, counters.connections_reused.load(Relaxed));
+        set(&self.downtime, labels, counters.downtime_seconds());
         set(&self.connection_errors_total, labels, counters.connection_errors.load(Relaxed));
         set(&self.response_errors_total, labels, counters.response_errors.load(Relaxed));
         set(&self.up, labels, u64::from(up));
         set(&self.check_failures_total, labels, counters.check_failures.load(Relaxed));
         if http {
             set(&self.response_latency, labels, counters.average_response_ms());
+            set(&self.queue_latency, labels, counters.average_queue_ms());
+            set(&self.connect_latency, labels, counters.average_connect_ms());
         }
     }
 }
@@ -212,6 +253,18 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
     let up = Gauge::<i64>::default();
     up.set(1);
     registry.register("haproxy_up", "Was the last scrape of haproxy successful", up);
+    let mut exporter_gauge = |name: &str, help: &str, value: u64| {
+        let gauge = Gauge::<i64>::default();
+        gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+        registry.register(name, help, gauge);
+    };
+    exporter_gauge("haproxy_exporter_total_scrapes", "Current total HAProxy scrapes", proxies.count_scrape());
+    exporter_gauge(
+        "haproxy_exporter_scrape_interval",
+        "The time in seconds before another scrape is allowed, proportional to size of data",
+        0,
+    );
+    exporter_gauge("haproxy_exporter_csv_parse_failures", "Number of errors while parsing CSV", 0);
     if let Some(limit) = proxies.max_connections() {
         let gauge = Gauge::<i64>::default();
         gauge.set(i64::try_from(limit).unwrap_or(i64::MAX));
@@ -260,7 +313,7 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
         let up = backend.servers.iter().any(|s| s.up);
         let in_flight = backend.servers.iter().map(|s| s.in_flight).sum();
         backends.set_sessions(&labels, counters, in_flight);
-        backends.set_proxy(&labels, counters, up, backend.http);
+        backends.set_proxy(&labels, counters, up, backend.http, counters.current_queue());
         if backend.http {
             for (code, count) in RESPONSE_CLASSES.iter().zip(counters.responses()) {
                 let labels = BackendCodeLabels {
@@ -282,7 +335,8 @@ pub fn scrape(proxies: &ProxyRegistry, topology: &Topology) -> Registry {
             let counters = proxies.existing_server(&backend.name, &server.id);
             let counters = counters.as_deref().unwrap_or(&zero);
             server_columns.set_sessions(&labels, counters, server.in_flight);
-            server_columns.set_proxy(&labels, counters, server.up, backend.http);
+            // The router's queue is the backend's: no request ever waits for one server.
+            server_columns.set_proxy(&labels, counters, server.up, backend.http, 0);
             if backend.http {
                 for (code, count) in RESPONSE_CLASSES.iter().zip(counters.responses()) {
                     let labels = ServerCodeLabels {

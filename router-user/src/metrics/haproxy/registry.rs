@@ -52,6 +52,8 @@ pub struct ProxyRegistry {
     max_connections: AtomicU64,
     /// ROUTER_METRICS_HAPROXY_SERVER_THRESHOLD; 0 = openshift/router's default.
     server_threshold: AtomicU64,
+    /// Scrapes of the `haproxy_*` families so far.
+    scrapes: AtomicU64,
 }
 
 impl ProxyRegistry {
@@ -74,6 +76,11 @@ impl ProxyRegistry {
             0 => DEFAULT_SERVER_THRESHOLD,
             threshold => threshold,
         }
+    }
+
+    /// Counts a scrape; the scrapes so far, this one included.
+    pub fn count_scrape(&self) -> u64 {
+        self.scrapes.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     pub fn frontend(&self, frontend: Frontend) -> &Arc<ProxyCounters> {

@@ -39,6 +39,16 @@ pub enum PodError {
     Unanswered(#[source] ExchangeError),
 }
 
+/// How a response's pod connection was had (a response extension), for the `haproxy_*` connect latency and
+/// reuse columns.
+#[derive(Clone, Copy, Debug)]
+pub struct PodConnection {
+    /// Taken from the pool of kept-alive connections.
+    pub reused: bool,
+    /// How long the connect took (zero when reused).
+    pub connect: Duration,
+}
+
 /// The pod side of a `101 Switching Protocols`: its connection and any bytes it sent after the head, for
 /// the tunnel. Taken once.
 #[derive(Clone, Debug)]
@@ -76,16 +86,20 @@ impl PodClient {
         let mut head = BytesMut::new();
         let framing = encode_request(parts, body.is_none(), exact, &mut head);
         loop {
+            let started = std::time::Instant::now();
             let mut conn = match self.pool.take(addr) {
                 Some(conn) => conn,
                 None => PodConn::connect(addr, self.connect_timeout)
                     .await
                     .map_err(|source| PodError::Connect { addr, source })?,
             };
+            let connected = PodConnection { reused: conn.reused, connect: started.elapsed() };
             match exchange(&mut conn, &head, &mut body, framing, &parts.method).await {
                 Ok(done) => {
                     let pool = (done.head.keep_alive && done.request_complete).then(|| self.pool.clone());
-                    return Ok(response(conn, done.head, pool));
+                    let mut response = response(conn, done.head, pool);
+                    response.extensions_mut().insert(connected);
+                    return Ok(response);
                 }
                 Err(failure) if failure.retry_safe => continue,
                 Err(failure) if failure.unanswered && parts.method.is_idempotent() => {
