@@ -86,7 +86,7 @@ async fn closed_by_client(addr: SocketAddr, bytes: &[u8]) {
 }
 
 fn assert_408(answer: &str) {
-    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(answer.starts_with("HTTP/1.1 408 Request Time-out\r\n"), "HAProxy's status line: {answer:?}");
     assert!(answer.contains("\r\nconnection: close\r\n"), "{answer:?}");
     assert!(answer.ends_with(&format!("<html><body>{PAGE}</body></html>\n")), "{answer:?}");
 }

@@ -20,7 +20,8 @@ macro_rules! page {
 
 /// The whole response as written on the wire (the length is checked by a test below).
 pub const REQUEST_TIMEOUT_REPLY: &str = concat!(
-    "HTTP/1.1 408 Request Timeout\r\n",
+    // HAProxy's reason phrase, as clients and monitors of the OpenShift router have always read it.
+    "HTTP/1.1 408 Request Time-out\r\n",
     "content-length: 110\r\n",
     "cache-control: no-cache\r\n",
     "connection: close\r\n",
