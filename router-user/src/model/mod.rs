@@ -3,6 +3,7 @@
 //! (`add_ingress_routes`: Ingresses as routes).
 
 mod address_family;
+mod bookkeeping;
 mod ingress;
 mod local_service;
 mod null_as_default;
@@ -11,6 +12,7 @@ mod route;
 mod snapshot;
 
 pub use address_family::{unusable_address_type, AddressFamily};
+pub use bookkeeping::{drop_bookkeeping, LAST_APPLIED};
 pub use ingress::{add_ingress_routes, ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use local_service::{Family, LocalService, NodePortSpec};
 pub use null_as_default::null_as_default;

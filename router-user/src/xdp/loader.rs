@@ -156,38 +156,37 @@ fn adopt_and_attach(
     let mut links = Vec::new();
     // XDP on the main interface only (a previous front's XDP links on pod-facing interfaces are
     // removed below, with every link this front does not want).
-    for (name, index) in [(iface, if_index)] {
-        let path = pins.pin_path(&links::pin_name(LinkKind::Xdp, name));
-        let adopted = if std::fs::symlink_metadata(&path).is_ok() {
-            match links::adopt_xdp(program, &path) {
-                Ok(held) => Some(held),
-                Err(err) => {
-                    // The interface went away and came back, say: its old link is defunct.
-                    tracing::warn!(iface = name, %err, "the pinned XDP link cannot be updated; attaching anew");
-                    let _ = links::remove_pin(&path);
-                    None
-                }
+    let (name, index) = (iface, if_index);
+    let path = pins.pin_path(&links::pin_name(LinkKind::Xdp, name));
+    let adopted = if std::fs::symlink_metadata(&path).is_ok() {
+        match links::adopt_xdp(program, &path) {
+            Ok(held) => Some(held),
+            Err(err) => {
+                // The interface went away and came back, say: its old link is defunct.
+                tracing::warn!(iface = name, %err, "the pinned XDP link cannot be updated; attaching anew");
+                let _ = links::remove_pin(&path);
+                None
             }
-        } else {
-            None
-        };
-        match adopted {
-            Some(held) => {
-                pins.record_pin(path);
-                let mode = attached_mode_name(index, prog_id);
-                links.push(FrontLink {
-                    iface: name.to_owned(),
-                    if_index: index,
-                    kind: LinkKind::Xdp,
-                    mode,
-                    held,
-                    adopted: true,
-                });
-            }
-            None => {
-                refuse_if_attached(name, index)?;
-                links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
-            }
+        }
+    } else {
+        None
+    };
+    match adopted {
+        Some(held) => {
+            pins.record_pin(path);
+            let mode = attached_mode_name(index, prog_id);
+            links.push(FrontLink {
+                iface: name.to_owned(),
+                if_index: index,
+                kind: LinkKind::Xdp,
+                mode,
+                held,
+                adopted: true,
+            });
+        }
+        None => {
+            refuse_if_attached(name, index)?;
+            links.push(attach_xdp(program, name, index, opts.mode, &mut pins)?);
         }
     }
     let discovered = if opts.steer { discovered_pod_ifaces(&pins, iface, pod_ifaces) } else { Vec::new() };

@@ -21,6 +21,7 @@ use super::decoded::Decoded;
 use super::sieve::{Sieve, Usability};
 use super::skipped::SkippedObjects;
 use crate::metrics::{Metrics, ResourceLabels};
+use crate::model::drop_bookkeeping;
 
 /// What about an object matters to the table: when an update leaves it unchanged (a status write, say), no
 /// rebuild is signalled. `None` means every update matters.
@@ -61,7 +62,7 @@ where
             };
             std::future::ready(sifted)
         })
-        .modify(|object: &mut K| object.managed_fields_mut().clear())
+        .modify(|object: &mut K| drop_bookkeeping(object.meta_mut()))
         .reflect(writer);
     let drive = async move {
         let mut seen: HashMap<(String, String), String> = HashMap::new();

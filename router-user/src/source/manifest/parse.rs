@@ -23,7 +23,7 @@ use super::block_yaml;
 use super::document::{self, Document, Step};
 use super::error::ManifestError;
 use super::yaml;
-use crate::model::{ObjectKey, Objects, Route, Snapshot};
+use crate::model::{drop_bookkeeping, ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
 #[derive(Debug, Default)]
@@ -237,7 +237,7 @@ impl Ctx<'_> {
             Err(error) => return self.out.errors.push(error),
         };
         let meta = object.meta_mut();
-        meta.managed_fields = None;
+        drop_bookkeeping(meta);
         let Some(name) = meta.name.clone().filter(|name| !name.is_empty()) else {
             return self.fail(place, None, "metadata.name is required".to_owned());
         };

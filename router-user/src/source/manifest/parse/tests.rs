@@ -275,3 +275,25 @@ fn a_file_read_on_several_threads_keeps_file_order_for_redefinitions_and_errors(
     assert!(lines[0].is_some_and(|line| line >= first_broken - 3 && line <= first_broken), "{lines:?}");
     assert!(lines[1].is_some_and(|line| line >= last_broken && line <= last_broken + 1), "{lines:?} vs {last_broken}");
 }
+
+#[test]
+fn kubectls_last_applied_copy_is_dropped_and_other_annotations_kept() {
+    let text = concat!(
+        "apiVersion: route.openshift.io/v1\n",
+        "kind: Route\n",
+        "metadata:\n",
+        "  name: web\n",
+        "  namespace: shop\n",
+        "  annotations:\n",
+        "    haproxy.router.openshift.io/timeout: 5s\n",
+        "    kubectl.kubernetes.io/last-applied-configuration: |\n",
+        "      {\"apiVersion\":\"route.openshift.io/v1\",\"kind\":\"Route\"}\n",
+        "spec:\n",
+        "  to:\n",
+        "    name: web\n",
+    );
+    let parsed = clean(text);
+    let route = parsed.objects.routes.get(&key("shop", "web")).expect("the route");
+    let annotations = route.metadata.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.keys().collect::<Vec<_>>(), ["haproxy.router.openshift.io/timeout"]);
+}
