@@ -1,8 +1,9 @@
 //! Typed Kubernetes objects the router reads, the whole-state `Snapshot` every source produces, what is derived
 //! from a snapshot alone (the router's own Service as this node sees it), and the step every source runs on it
-//! (`add_ingress_routes`: Ingresses as routes).
+//! (`add_ingress_routes`: Ingresses as routes; `add_gateway_routes`: Gateway API routes as routes).
 
 mod address_family;
+pub mod gateway;
 mod ingress;
 mod local_service;
 mod null_as_default;
@@ -11,6 +12,7 @@ mod route;
 mod snapshot;
 
 pub use address_family::{unusable_address_type, AddressFamily};
+pub use gateway::add_gateway_routes;
 pub use ingress::{add_ingress_routes, ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use local_service::{Family, LocalService, NodePortSpec};
 pub use null_as_default::null_as_default;

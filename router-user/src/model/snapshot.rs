@@ -11,6 +11,9 @@ use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
+use std::sync::Arc;
+
+use super::gateway::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
 use super::objects::Objects;
 use super::route::Route;
 
@@ -35,7 +38,8 @@ impl std::fmt::Display for ObjectKey {
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    /// Route objects, and the routes `add_ingress_routes` made of `ingresses`.
+    /// Route objects, and the routes `add_ingress_routes` made of `ingresses` (and `add_gateway_routes` of the
+    /// Gateway API objects).
     pub routes: Objects<ObjectKey, Route>,
     pub services: Objects<ObjectKey, Service>,
     pub endpoint_slices: Objects<ObjectKey, EndpointSlice>,
@@ -47,6 +51,12 @@ pub struct Snapshot {
     /// `networking.k8s.io/v1` Ingresses, as read; their routes are in `routes` once the source has run
     /// `add_ingress_routes`.
     pub ingresses: Objects<ObjectKey, Ingress>,
+    /// Gateway API objects, as read; the routes of those attached to the router's Gateways are in `routes`
+    /// once the source has run `add_gateway_routes`, which also fills `gateway_report`.
+    pub gateways: Objects<ObjectKey, Gateway>,
+    pub http_routes: Objects<ObjectKey, HTTPRoute>,
+    pub tls_routes: Objects<ObjectKey, TLSRoute>,
+    pub gateway_report: Arc<GatewayReport>,
     /// Secrets named by a route's `externalCertificate` that the router's service account may not read.
     pub unreadable_secrets: BTreeSet<ObjectKey>,
 }

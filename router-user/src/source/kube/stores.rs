@@ -72,6 +72,7 @@ impl Stores {
             secrets: keyed(&self.secrets),
             ingresses: keyed(&self.ingresses),
             unreadable_secrets: BTreeSet::new(),
+            ..Snapshot::default()
         };
         add_ingress_routes(&mut snapshot);
         snapshot
