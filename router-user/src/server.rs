@@ -398,6 +398,7 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
         update_status: settings.update_status,
         router_name: settings.router_name.clone(),
         canonical_hostname: settings.router_canonical_hostname.clone(),
+        gateway_class: settings.gateway_class.clone(),
     }
 }
 
