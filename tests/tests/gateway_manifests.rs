@@ -25,7 +25,7 @@ fn gateway(class: &str) -> String {
 kind: Gateway
 metadata: {{name: gw, namespace: shop}}
 spec:
-  gatewayClassName: {class}
+  gatewayClassName: "{class}"
   listeners:
   - {{name: http, port: 80, protocol: HTTP}}
   - name: https
@@ -229,11 +229,14 @@ async fn without_the_class_setting_or_with_another_class_nothing_is_served() {
     let a = TestBackend::start("a").await;
     let dir = ManifestDir::new();
     dir.write("services.yaml", &service("shop", "a", &[a.addr]));
-    dir.write("gateway.yaml", &gateway(CLASS));
     dir.write("httproute.yaml", &shop_route());
+    // Off is off even for a Gateway whose class is empty (as the setting is).
+    dir.write("gateway.yaml", &gateway(""));
     let (router, _) = start_tls_router(Settings::for_loopback(dir.path())).await;
     assert_eq!(get(router.http_addr, "shop.example.com", "/").await.status, 503, "the Gateway API is off");
     router.shutdown().await;
+
+    dir.write("gateway.yaml", &gateway(CLASS));
 
     let mut settings = Settings::for_loopback(dir.path());
     settings.gateway_class = "another".into();

@@ -149,7 +149,10 @@ mod tests {
         assert_eq!(intersect(Some("a.example.com"), &[]), ["a.example.com"]);
         assert!(intersect(None, &[]).is_empty(), "a catch-all is not served");
         assert_eq!(
-            intersect(Some("*.example.com"), &names(&["a.example.com", "x.b.example.com", "other.org", "example.com"])),
+            intersect(
+                Some("*.example.com"),
+                &names(&["a.example.com", "x.b.example.com", "other.org", "example.com", "badexample.com"])
+            ),
             ["a.example.com", "x.b.example.com"]
         );
         assert_eq!(intersect(Some("a.example.com"), &names(&["*.example.com"])), ["a.example.com"]);
