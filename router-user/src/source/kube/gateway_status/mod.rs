@@ -84,6 +84,12 @@ impl GatewayStatusWriter {
         if let Some(tls_routes) = &gateway.tls_routes {
             all_ok &= self.sync_routes::<TLSRoute>(RouteKind::TLSRoute, tls_routes, &report, &admission).await;
         }
+        // Forget writes to objects that are gone.
+        self.written.retain(|(kind, key), _| match *kind {
+            "Gateway" => find(&gateway.gateways, key).is_some(),
+            "HTTPRoute" => find(&gateway.http_routes, key).is_some(),
+            _ => gateway.tls_routes.as_ref().is_some_and(|store| find(store, key).is_some()),
+        });
         all_ok
     }
 
