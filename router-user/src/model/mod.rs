@@ -4,9 +4,11 @@
 
 mod address_family;
 pub mod gateway;
+mod gateway_api;
 mod ingress;
 mod local_service;
 mod null_as_default;
+mod object_key;
 mod objects;
 mod route;
 mod snapshot;
@@ -16,6 +18,7 @@ pub use gateway::add_gateway_routes;
 pub use ingress::{add_ingress_routes, ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use local_service::{Family, LocalService, NodePortSpec};
 pub use null_as_default::null_as_default;
+pub use object_key::ObjectKey;
 pub use objects::Objects;
 pub use route::*;
-pub use snapshot::{ObjectKey, Snapshot};
+pub use snapshot::Snapshot;

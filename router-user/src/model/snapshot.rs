@@ -13,28 +13,10 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use std::sync::Arc;
 
-use super::gateway::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
+use super::gateway_api::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
+use super::object_key::ObjectKey;
 use super::objects::Objects;
 use super::route::Route;
-
-/// `namespace/name`, the key of every namespaced object.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
-    }
-}
-
-impl std::fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {

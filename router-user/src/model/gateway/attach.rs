@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use super::super::gateway_api::{ParentReference, GROUP};
+use super::super::gateway_api::{Problem, RouteKind};
 use super::listeners::{GatewayListeners, Namespaces, Served};
-use super::objects::{ParentReference, GROUP};
-use super::report::{Problem, RouteKind};
 use crate::model::ObjectKey;
 
 /// A route on one served listener, with the hostnames it is served under there.

@@ -5,8 +5,8 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::objects::BackendRef;
-use super::report::Problem;
+use super::super::gateway_api::BackendRef;
+use super::super::gateway_api::Problem;
 use crate::model::{ObjectKey, RoutePort, RouteTargetReference, Snapshot};
 
 /// Backends of one route: `to`, the alternates, and the endpoint port they all use.

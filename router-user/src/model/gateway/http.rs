@@ -8,28 +8,19 @@
 
 use kube::ResourceExt;
 
+use super::super::gateway_api::{HTTPRoute, HTTPRouteFilter, HTTPRouteMatch, HTTPRouteRule, HeaderModifier};
+use super::super::gateway_api::{ParentOutcome, Problem, RouteKind, RouteOutcome};
 use super::attach::{attach, parent_gateway, Attaching};
 use super::backends::{backends, Backends};
+use super::forward::Forward;
 use super::listeners::{Carrier, GatewayListeners};
-use super::objects::{HTTPRoute, HTTPRouteFilter, HTTPRouteMatch, HTTPRouteRule, HeaderModifier};
-use super::report::{ParentOutcome, Problem, RouteKind, RouteOutcome};
 use super::translation::{Draft, Redirect, Translation};
 use crate::model::{ObjectKey, RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader, Snapshot};
-
-/// The annotation the rewrite is carried in.
-pub const REWRITE_TARGET: &str = "haproxy.router.openshift.io/rewrite-target";
 
 /// What a served rule does.
 enum Action {
     Forward(Forward),
     RedirectToHttps,
-}
-
-pub struct Forward {
-    pub backends: Backends,
-    pub request_headers: Vec<RouteHttpHeader>,
-    pub response_headers: Vec<RouteHttpHeader>,
-    pub rewrite_target: Option<String>,
 }
 
 /// A rule as the router serves it: its path prefixes (by match index) and its action.

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 
-use super::objects::{Gateway, Listener, RouteGroupKind, GROUP};
-use super::report::{ListenerOutcome, Problem, RouteKind};
+use super::super::gateway_api::{Gateway, Listener, RouteGroupKind, GROUP};
+use super::super::gateway_api::{ListenerOutcome, Problem, RouteKind};
 use crate::model::{ObjectKey, Snapshot};
 
 /// How a served listener carries traffic.

@@ -3,20 +3,20 @@
 //! Ingresses, so one admission (oldest first) decides between all of them. What the step could not serve, and
 //! why, goes into `Snapshot::gateway_report` for status.
 //!
-//! - `objects`: the Gateway API types, only the fields read.
+//! - `forward`: what a served HTTPRoute rule does with a request.
 //! - `listeners`: which listeners are served (HTTP :80, HTTPS :443 terminating, TLS :443 passthrough).
 //! - `attach`: parentRefs to listeners, hostname intersection.
 //! - `backends`: backendRefs as `to` and `alternateBackends`.
 //! - `http`, `tls`: HTTPRoutes and TLSRoutes as routes.
 //! - `translation`: the routes being made, and how they are finished.
-//! - `report`: what status is written from.
+//!
+//! The types (objects read, the report status is written from) are in `model::gateway_api`, re-exported here.
 
 mod attach;
 mod backends;
+mod forward;
 mod http;
 mod listeners;
-mod objects;
-mod report;
 mod tls;
 mod translation;
 
@@ -24,10 +24,10 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 
-pub use objects::*;
-pub use report::{GatewayOutcome, GatewayReport, ListenerOutcome, ParentOutcome, Problem, RouteKind, RouteOutcome};
+pub use super::gateway_api::*;
 
-use super::snapshot::{ObjectKey, Snapshot};
+use super::object_key::ObjectKey;
+use super::snapshot::Snapshot;
 use translation::Translation;
 
 /// Adds the routes of the Gateway API objects of `snapshot` attached to Gateways of class `class` (none when

@@ -4,11 +4,11 @@
 
 use kube::ResourceExt;
 
+use super::super::gateway_api::TLSRoute;
+use super::super::gateway_api::{ParentOutcome, Problem, RouteKind, RouteOutcome};
 use super::attach::{attach, parent_gateway, Attaching};
 use super::backends::backends;
 use super::listeners::GatewayListeners;
-use super::objects::TLSRoute;
-use super::report::{ParentOutcome, Problem, RouteKind, RouteOutcome};
 use super::translation::{Draft, Translation};
 use crate::model::{ObjectKey, Snapshot};
 

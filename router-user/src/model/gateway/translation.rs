@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
-use super::http::{Forward, REWRITE_TARGET};
-use super::report::{GatewayReport, Problem, RouteKind};
+use super::super::gateway_api::{GatewayReport, Problem, RouteKind};
+use super::forward::{Forward, REWRITE_TARGET};
 use crate::model::{
     ObjectKey, Route, RouteHttpHeaderActions, RouteHttpHeaders, RoutePort, RouteSpec, RouteTargetReference, TlsConfig,
 };

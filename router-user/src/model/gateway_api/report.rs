@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use super::super::object_key::ObjectKey;
 use super::objects::{ParentReference, RouteGroupKind};
-use crate::model::ObjectKey;
 
 /// Why a condition is False (or, for left-out parts, why a part is not served): a Gateway API reason
 /// (`NotAllowedByListeners`, `BackendNotFound`, `UnsupportedValue`, ...) and a message for people.
