@@ -2,12 +2,15 @@
 //! `deploy/gateway-api-crds.yaml`): a Gateway of the router's class with HTTP, HTTPS and TLS passthrough
 //! listeners, HTTPRoutes and a TLSRoute served through real sockets, and the status the router writes: the
 //! Gateway's Accepted/Programmed and per-listener conditions with attached route counts, each route parent's
-//! Accepted/ResolvedRefs (PartiallyInvalid when some of it is not served), and a host claimed by a Route and an
-//! HTTPRoute going to the older one, the loser's status saying why, until the winner goes.
+//! Accepted/ResolvedRefs (PartiallyInvalid when some of it is not served), other controllers' entries kept and
+//! ours removed from a route that leaves our Gateway, and a host claimed by a Route and an HTTPRoute going to the
+//! older one, the loser's status saying why, until the winner goes.
 
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
+use kube::api::{Patch, PatchParams};
+use router::model::gateway::HTTPRoute;
 use router_tests::apiserver::objects::{
     apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
     wait_named_crd_established,
@@ -191,6 +194,26 @@ async fn gateway_api_routes_are_served_and_their_status_written() {
         }
     })
     .await;
+
+    // Another controller's entry is kept; a route that stops naming our Gateway loses our entry.
+    let routes: kube::Api<HTTPRoute> = kube::Api::namespaced(client.clone(), NS);
+    let mut web = routes.get_status("web").await.expect("HTTPRoute web").status.unwrap_or_default();
+    let foreign = json!({
+        "parentRef": {"name": "theirs"}, "controllerName": "example.com/another-controller",
+        "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                        "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+    });
+    web.parents.push(serde_json::from_value(foreign).expect("parent status"));
+    let patch = json!({"status": web});
+    routes.patch_status("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("foreign entry");
+    let mut detached =
+        http_route("secure", "https", "secure.example.com", json!([{"backendRefs": [{"name": "b", "port": 80}]}]));
+    detached["spec"]["parentRefs"] = json!([{"name": "another-gateway"}]);
+    apply_json(&client, detached).await;
+    wait_parent(&client, GROUP_VERSION, "HTTPRoute", "secure", &[]).await;
+    let web = routes.get_status("web").await.expect("HTTPRoute web").status.unwrap_or_default();
+    let controllers: Vec<&str> = web.parents.iter().map(|p| p.controller_name.as_str()).collect();
+    assert_eq!(controllers, [router::source::kube::CONTROLLER_NAME, "example.com/another-controller"]);
 
     // The winner goes: the HTTPRoute gets the host and its status says so.
     delete(&client, "route.openshift.io/v1", "Route", Some(NS), "old-route").await;

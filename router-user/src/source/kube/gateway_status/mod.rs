@@ -111,8 +111,7 @@ impl GatewayStatusWriter {
         for object in store.state() {
             let key = ObjectKey::new(object.namespace().unwrap_or_default(), object.name_any());
             let current = object.parents_status().cloned().unwrap_or_default();
-            let mut parents: Vec<RouteParentStatus> =
-                current.parents.iter().filter(|p| p.controller_name != CONTROLLER_NAME).cloned().collect();
+            let mut ours = Vec::new();
             if let Some(outcome) = report.routes.get(&(kind, key)) {
                 let mut complete = true;
                 for parent in &outcome.parents {
@@ -126,7 +125,7 @@ impl GatewayStatusWriter {
                                 &mut entry.conditions,
                                 before.map(|p| p.conditions.as_slice()).unwrap_or_default(),
                             );
-                            parents.push(entry);
+                            ours.push(entry);
                         }
                         None => complete = false,
                     }
@@ -136,6 +135,7 @@ impl GatewayStatusWriter {
                     continue;
                 }
             }
+            let parents = merged(&current.parents, ours);
             let desired = RouteParentsStatus { parents };
             if desired == current {
                 continue;
@@ -191,6 +191,21 @@ impl GatewayStatusWriter {
             }
         }
     }
+}
+
+/// Our new entries among the current ones: other controllers' entries stay where they are, each of ours is
+/// replaced in place (or dropped when it is no longer ours to write), new ones go last.
+fn merged(current: &[RouteParentStatus], mut ours: Vec<RouteParentStatus>) -> Vec<RouteParentStatus> {
+    let mut parents = Vec::new();
+    for entry in current {
+        if entry.controller_name != CONTROLLER_NAME {
+            parents.push(entry.clone());
+        } else if let Some(at) = ours.iter().position(|new| new.parent_ref == entry.parent_ref) {
+            parents.push(ours.remove(at));
+        }
+    }
+    parents.extend(ours);
+    parents
 }
 
 fn find<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>, key: &ObjectKey) -> Option<Arc<K>> {
