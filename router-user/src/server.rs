@@ -179,7 +179,10 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     let (published_tx, published_rx) = watch::channel(table.load_full());
     let mut first_table = published_rx.clone();
     let watch_task = match &source {
-        SourceChoice::Manifests(path) => spawn_watch(ManifestSource::new(path.clone()), updates_tx),
+        SourceChoice::Manifests(path) => {
+            let source = ManifestSource::new(path.clone()).with_gateway_class(&settings.gateway_class);
+            spawn_watch(source, updates_tx)
+        }
         SourceChoice::Kube(kubeconfig) => {
             let options = kube_options(&settings, kubeconfig.clone());
             match crate::source::kube::start(&options, updates_tx, published_rx, skipped, metrics.clone()).await {
@@ -395,6 +398,7 @@ fn kube_options(settings: &Settings, kubeconfig: Option<std::path::PathBuf>) -> 
         update_status: settings.update_status,
         router_name: settings.router_name.clone(),
         canonical_hostname: settings.router_canonical_hostname.clone(),
+        gateway_class: settings.gateway_class.clone(),
     }
 }
 

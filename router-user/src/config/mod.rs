@@ -66,6 +66,11 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_CANONICAL_HOSTNAME")]
     pub router_canonical_hostname: Option<String>,
 
+    /// Serve Gateway API objects: Gateways of this gatewayClassName and the HTTPRoutes and TLSRoutes attached to
+    /// them (docs/gateway-api.md). Empty (the default): the Gateway API is not read.
+    #[arg(long, env = "ROUTER_GATEWAY_CLASS", default_value = "")]
+    pub gateway_class: String,
+
     /// Write route status (Kubernetes source only): `true` or `false`.
     #[arg(long, env = "ROUTER_UPDATE_STATUS", default_value_t = true, action = clap::ArgAction::Set)]
     pub update_status: bool,

@@ -1,12 +1,16 @@
 //! A manifest file (`--manifests`): its YAML or JSON documents read into objects, then everything the router
-//! derives from them (Ingresses made routes, admission, the compiled route table), as a file change does.
+//! derives from them (Ingresses and Gateway API routes made routes, admission, the compiled route table), as a
+//! file change does.
 
 use std::path::Path;
 
-use crate::model::add_ingress_routes;
+use crate::model::{add_gateway_routes, add_ingress_routes};
 use crate::source::manifest::block_yaml::answers_beside_full_reader;
 use crate::source::manifest::parse::parse_file;
 use crate::table::{build, BuildOptions};
+
+/// The `ROUTER_GATEWAY_CLASS` the fuzzed files are read with.
+const FUZZ_GATEWAY_CLASS: &str = "fuzz";
 
 /// Any file: errors name a line of the file, whatever objects it held compile into a table, and every
 /// document the fast block reader answers reads the same with the full YAML reader.
@@ -25,5 +29,7 @@ pub fn manifest(data: &[u8]) {
         assert!((1..=lines).contains(&line), "{error} in a file of {lines} lines");
     }
     add_ingress_routes(&mut parsed.objects);
+    // Gateways of class `fuzz` are served (the seed `gateway_api.yaml` has one).
+    add_gateway_routes(&mut parsed.objects, FUZZ_GATEWAY_CLASS);
     build(&parsed.objects, &BuildOptions::default(), 1);
 }

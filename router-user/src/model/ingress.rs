@@ -17,8 +17,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
+use super::object_key::ObjectKey;
 use super::route::{Route, RoutePort, RouteSpec, RouteTargetReference, TlsConfig};
-use super::snapshot::{ObjectKey, Snapshot};
+use super::snapshot::Snapshot;
 
 /// The annotation choosing the TLS termination of routes made from an Ingress.
 pub const TERMINATION_ANNOTATION: &str = "route.openshift.io/termination";

@@ -19,7 +19,8 @@ use std::net::{IpAddr, SocketAddr};
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::snapshot::{ObjectKey, Snapshot};
+use super::object_key::ObjectKey;
+use super::snapshot::Snapshot;
 use super::AddressFamily;
 
 /// The label an EndpointSlice carries naming its Service.

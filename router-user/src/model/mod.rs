@@ -1,21 +1,26 @@
 //! Typed Kubernetes objects the router reads, the whole-state `Snapshot` every source produces, what is derived
 //! from a snapshot alone (the router's own Service as this node sees it), and the step every source runs on it
-//! (`add_ingress_routes`: Ingresses as routes).
+//! (`add_ingress_routes`: Ingresses as routes; `add_gateway_routes`: Gateway API routes as routes).
 
 mod address_family;
 mod bookkeeping;
+pub mod gateway;
+mod gateway_api;
 mod ingress;
 mod local_service;
 mod null_as_default;
+mod object_key;
 mod objects;
 mod route;
 mod snapshot;
 
 pub use address_family::{unusable_address_type, AddressFamily};
 pub use bookkeeping::{drop_bookkeeping, LAST_APPLIED};
+pub use gateway::add_gateway_routes;
 pub use ingress::{add_ingress_routes, ingress_routes, INGRESS_CLASS, TERMINATION_ANNOTATION};
 pub use local_service::{Family, LocalService, NodePortSpec};
 pub use null_as_default::null_as_default;
+pub use object_key::ObjectKey;
 pub use objects::Objects;
 pub use route::*;
-pub use snapshot::{ObjectKey, Snapshot};
+pub use snapshot::Snapshot;

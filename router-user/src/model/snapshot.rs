@@ -11,31 +11,17 @@ use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
+use std::sync::Arc;
+
+use super::gateway_api::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
+use super::object_key::ObjectKey;
 use super::objects::Objects;
 use super::route::Route;
 
-/// `namespace/name`, the key of every namespaced object.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
-    }
-}
-
-impl std::fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    /// Route objects, and the routes `add_ingress_routes` made of `ingresses`.
+    /// Route objects, and the routes `add_ingress_routes` made of `ingresses` (and `add_gateway_routes` of the
+    /// Gateway API objects).
     pub routes: Objects<ObjectKey, Route>,
     pub services: Objects<ObjectKey, Service>,
     pub endpoint_slices: Objects<ObjectKey, EndpointSlice>,
@@ -47,6 +33,12 @@ pub struct Snapshot {
     /// `networking.k8s.io/v1` Ingresses, as read; their routes are in `routes` once the source has run
     /// `add_ingress_routes`.
     pub ingresses: Objects<ObjectKey, Ingress>,
+    /// Gateway API objects, as read; the routes of those attached to the router's Gateways are in `routes`
+    /// once the source has run `add_gateway_routes`, which also fills `gateway_report`.
+    pub gateways: Objects<ObjectKey, Gateway>,
+    pub http_routes: Objects<ObjectKey, HTTPRoute>,
+    pub tls_routes: Objects<ObjectKey, TLSRoute>,
+    pub gateway_report: Arc<GatewayReport>,
     /// Secrets named by a route's `externalCertificate` that the router's service account may not read.
     pub unreadable_secrets: BTreeSet<ObjectKey>,
 }

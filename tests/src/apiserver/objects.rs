@@ -97,9 +97,14 @@ pub async fn wait_admitted(
 
 /// Waits until the Route CRD reports `Established`.
 pub async fn wait_crd_established(client: &Client) {
-    eventually("the Route CRD to be established", Duration::from_secs(30), move || async move {
-        let crd = get(client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "routes.route.openshift.io")
-            .await?;
+    wait_named_crd_established(client, "routes.route.openshift.io").await;
+}
+
+/// Waits until the CRD `name` (`<plural>.<group>`) reports `Established`.
+pub async fn wait_named_crd_established(client: &Client, name: &str) {
+    let what = format!("the CRD {name} to be established");
+    eventually(&what, Duration::from_secs(30), move || async move {
+        let crd = get(client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", None, name).await?;
         let conditions = crd.data["status"]["conditions"].as_array()?.clone();
         conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True").then_some(())
     })

@@ -54,6 +54,7 @@ fn an_ingress_makes_the_same_routes_from_the_api_as_from_a_manifest_file() {
         namespaces: store_of(Vec::new()),
         secrets: store_of(objects_of::<Secret>("Secret")),
         ingresses: store_of(objects_of::<Ingress>("Ingress")),
+        gateway: None,
     };
     let from_api = routes_of(&stores.snapshot().routes);
 

@@ -15,8 +15,11 @@
 //! - `batch`: coalescing changes into snapshots.
 //! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
+//! - `gateway_status`: writing Gateway API status (Gateways of `ROUTER_GATEWAY_CLASS`, their routes' parents).
 //!
 //! Ingresses go into the snapshot as objects; `model::add_ingress_routes` makes their routes, as for manifests.
+//! With `ROUTER_GATEWAY_CLASS` set, Gateways, HTTPRoutes and (when served) TLSRoutes are watched too, and
+//! `model::add_gateway_routes` makes theirs.
 
 mod backoff;
 mod batch;
@@ -24,6 +27,7 @@ mod client;
 mod decoded;
 mod endpointslice_v1beta1;
 mod error;
+mod gateway_status;
 #[cfg(test)]
 mod ingress_tests;
 mod preflight;
@@ -54,13 +58,16 @@ use tracing::info;
 
 pub use endpointslice_v1beta1::EndpointSliceV1beta1;
 pub use error::KubeError;
+pub use gateway_status::CONTROLLER_NAME;
 pub use skipped::{SkippedObject, SkippedObjects};
 pub use status::desired_entry;
 
 use self::decoded::Decoded;
 use self::reflect::{reflect, Watched};
 use self::sieve::Usability;
-use self::stores::{route_relevance, SliceStore, Stores};
+use self::stores::{
+    gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores, SliceStore, Stores,
+};
 use crate::metrics::Metrics;
 use crate::model::{unusable_address_type, Route};
 use crate::source::SourceUpdate;
@@ -81,6 +88,8 @@ pub struct KubeOptions {
     pub router_name: String,
     /// `ROUTER_CANONICAL_HOSTNAME`.
     pub canonical_hostname: Option<String>,
+    /// `ROUTER_GATEWAY_CLASS`: empty, the Gateway API is not watched.
+    pub gateway_class: String,
 }
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -142,20 +151,21 @@ pub async fn start(
     metrics: Arc<Metrics>,
 ) -> Result<JoinHandle<()>, KubeError> {
     let client = client::connect(options.kubeconfig.as_deref()).await?;
-    let first = tokio::time::timeout(FIRST_CHECK_LIMIT, preflight::check(&client, options.watch_endpoints)).await;
-    let first = match first {
-        Ok(Ok(slices_v1)) => Ok(slices_v1),
+    let gateway_api = !options.gateway_class.is_empty();
+    let first = preflight::check(&client, options.watch_endpoints, gateway_api);
+    let first = match tokio::time::timeout(FIRST_CHECK_LIMIT, first).await {
+        Ok(Ok(served)) => Ok(served),
         Ok(Err(error)) if !error.is_transient() => return Err(error),
         Ok(Err(error)) => Err(error),
         Err(_) => Err(KubeError::Unanswered { after: FIRST_CHECK_LIMIT }),
     };
     let options = options.clone();
     Ok(tokio::spawn(async move {
-        let slices_v1 = match first {
-            Ok(slices_v1) => slices_v1,
-            Err(error) => preflight::until_passed(&client, options.watch_endpoints, error).await,
+        let served = match first {
+            Ok(served) => served,
+            Err(error) => preflight::until_passed(&client, options.watch_endpoints, gateway_api, error).await,
         };
-        run(client, &options, slices_v1, updates, tables, skipped, metrics).await;
+        run(client, &options, served, updates, tables, skipped, metrics).await;
     }))
 }
 
@@ -163,12 +173,13 @@ pub async fn start(
 async fn run(
     client: Client,
     options: &KubeOptions,
-    slices_v1: bool,
+    served: preflight::Served,
     updates: mpsc::Sender<SourceUpdate>,
     tables: watch::Receiver<Arc<RouteTable>>,
     skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 ) {
+    let slices_v1 = served.slices_v1;
     let changes = Arc::new(Notify::new());
     let mut reflectors = Reflectors {
         client: client.clone(),
@@ -189,9 +200,25 @@ async fn run(
     let tls_only = watcher::Config::default().fields("type=kubernetes.io/tls");
     let secrets = reflectors.watch::<Secret>(Watched { config: tls_only, ..all("secrets") });
     let ingresses = reflectors.watch::<Ingress>(all("ingresses"));
+    let gateway = (!options.gateway_class.is_empty()).then(|| GatewayStores {
+        class: options.gateway_class.clone(),
+        gateways: reflectors.watch(Watched { relevance: Some(gateway_relevance), ..all("gateways") }),
+        http_routes: reflectors.watch(Watched { relevance: Some(http_route_relevance), ..all("httproutes") }),
+        tls_routes: served
+            .tls_routes
+            .then(|| reflectors.watch(Watched { relevance: Some(tls_route_relevance), ..all("tlsroutes") })),
+    });
     let mut tasks = reflectors.tasks;
 
-    let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, ingresses };
+    let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, ingresses, gateway };
+    if options.update_status && stores.gateway.is_some() {
+        let writer = gateway_status::GatewayStatusWriter {
+            client: client.clone(),
+            stores: stores.clone(),
+            written: Default::default(),
+        };
+        tasks.push(Box::pin(writer.run(tables.clone())));
+    }
     if options.update_status {
         let writer = status::StatusWriter {
             client: client.clone(),

@@ -1,7 +1,8 @@
 //! Checks made before the reflectors start: every watched resource can be listed (RBAC denial is named with the
-//! resource), the Route CRD is installed, and which EndpointSlice version the server serves. At start a
-//! misconfigured router fails with a clear message; an API server that cannot be reached is retried with
-//! backoff ([`until_passed`]), and so is everything once the router is running.
+//! resource), the Route CRD is installed (and the Gateway and HTTPRoute CRDs when the Gateway API is read), and
+//! which EndpointSlice version and whether TLSRoutes are served. At start a misconfigured router fails with a
+//! clear message; an API server that cannot be reached is retried with backoff ([`until_passed`]), and so is
+//! everything once the router is running.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -15,10 +16,38 @@ use tracing::{error, info, warn};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
 use super::KubeError;
+use crate::model::gateway::{Gateway, HTTPRoute, TLSRoute};
 use crate::model::Route;
 
-/// Checks access; returns whether `discovery.k8s.io/v1` EndpointSlices are served.
-pub async fn check(client: &Client, watch_endpoints: bool) -> Result<bool, KubeError> {
+/// What the server serves, as the reflectors need to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Served {
+    /// `discovery.k8s.io/v1` EndpointSlices (else v1beta1).
+    pub slices_v1: bool,
+    /// `gateway.networking.k8s.io/v1alpha2` TLSRoutes (asked only when the Gateway API is read).
+    pub tls_routes: bool,
+}
+
+/// Checks access (to Gateways and HTTPRoutes too when `gateway_api`); returns what is served.
+pub async fn check(client: &Client, watch_endpoints: bool, gateway_api: bool) -> Result<Served, KubeError> {
+    let slices_v1 = check_core(client, watch_endpoints).await?;
+    let mut tls_routes = false;
+    if gateway_api {
+        can_list::<Gateway>(client).await?;
+        can_list::<HTTPRoute>(client).await?;
+        tls_routes = match can_list::<TLSRoute>(client).await {
+            Ok(()) => true,
+            Err(KubeError::MissingCrd { resource }) => {
+                warn!(%resource, "TLSRoutes are not served by this cluster (experimental channel): not watched");
+                false
+            }
+            Err(error) => return Err(error),
+        };
+    }
+    Ok(Served { slices_v1, tls_routes })
+}
+
+async fn check_core(client: &Client, watch_endpoints: bool) -> Result<bool, KubeError> {
     can_list::<Route>(client).await?;
     can_list::<Service>(client).await?;
     can_list::<Namespace>(client).await?;
@@ -41,7 +70,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Repeats [`check`] with exponential backoff until it passes (after `failed`, the error of an attempt already
 /// made); each failed attempt is logged once, with the wait before the next. Returns [`check`]'s answer.
-pub async fn until_passed(client: &Client, watch_endpoints: bool, failed: KubeError) -> bool {
+pub async fn until_passed(client: &Client, watch_endpoints: bool, gateway_api: bool, failed: KubeError) -> Served {
     let mut backoff = FIRST_BACKOFF;
     let mut error = failed;
     let mut attempt = 1u32;
@@ -55,10 +84,10 @@ pub async fn until_passed(client: &Client, watch_endpoints: bool, failed: KubeEr
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
         attempt += 1;
-        match check(client, watch_endpoints).await {
-            Ok(slices_v1) => {
+        match check(client, watch_endpoints, gateway_api).await {
+            Ok(served) => {
                 info!(attempt, "Kubernetes API reachable");
-                return slices_v1;
+                return served;
             }
             Err(next) => error = next,
         }

@@ -10,7 +10,8 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
-use crate::model::{add_ingress_routes, ObjectKey, Objects, Route, Snapshot};
+use crate::model::gateway::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
+use crate::model::{add_gateway_routes, add_ingress_routes, ObjectKey, Objects, Route, Snapshot};
 
 /// Which EndpointSlice API the server serves, or none when core Endpoints are watched instead.
 #[derive(Clone)]
@@ -31,6 +32,18 @@ pub struct Stores {
     /// `kubernetes.io/tls` Secrets only.
     pub secrets: Store<Secret>,
     pub ingresses: Store<Ingress>,
+    /// Only with `ROUTER_GATEWAY_CLASS`.
+    pub gateway: Option<GatewayStores>,
+}
+
+/// The Gateway API reflectors, and the class whose Gateways are served.
+#[derive(Clone)]
+pub struct GatewayStores {
+    pub class: String,
+    pub gateways: Store<Gateway>,
+    pub http_routes: Store<HTTPRoute>,
+    /// `None` when the server does not serve TLSRoutes (`v1alpha2`, the experimental channel).
+    pub tls_routes: Option<Store<TLSRoute>>,
 }
 
 impl Stores {
@@ -50,9 +63,16 @@ impl Stores {
         let _ = self.namespaces.wait_until_ready().await;
         let _ = self.secrets.wait_until_ready().await;
         let _ = self.ingresses.wait_until_ready().await;
+        if let Some(gateway) = &self.gateway {
+            let _ = gateway.gateways.wait_until_ready().await;
+            let _ = gateway.http_routes.wait_until_ready().await;
+            if let Some(tls_routes) = &gateway.tls_routes {
+                let _ = tls_routes.wait_until_ready().await;
+            }
+        }
     }
 
-    /// Everything the stores hold now, with Ingresses translated into routes (a real Route keeps its name). Objects
+    /// Everything the stores hold now, with Ingresses and Gateway API routes translated into routes (a real Route keeps its name). Objects
     /// are the stores' own (shared, not copied).
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
@@ -72,9 +92,35 @@ impl Stores {
             secrets: keyed(&self.secrets),
             ingresses: keyed(&self.ingresses),
             unreadable_secrets: BTreeSet::new(),
+            ..Snapshot::default()
         };
         add_ingress_routes(&mut snapshot);
+        if let Some(gateway) = &self.gateway {
+            snapshot.gateways = keyed(&gateway.gateways);
+            snapshot.http_routes = keyed(&gateway.http_routes);
+            snapshot.tls_routes = gateway.tls_routes.as_ref().map(keyed).unwrap_or_default();
+            add_gateway_routes(&mut snapshot, &gateway.class);
+        }
         snapshot
+    }
+}
+
+impl Stores {
+    /// What the Gateway API step reports over the stores' objects now (for status): the step alone, over only
+    /// the objects it reads.
+    pub fn gateway_report(&self) -> Arc<GatewayReport> {
+        let Some(gateway) = &self.gateway else { return Arc::default() };
+        let mut snapshot = Snapshot {
+            services: keyed(&self.services),
+            namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
+            secrets: keyed(&self.secrets),
+            gateways: keyed(&gateway.gateways),
+            http_routes: keyed(&gateway.http_routes),
+            tls_routes: gateway.tls_routes.as_ref().map(keyed).unwrap_or_default(),
+            ..Snapshot::default()
+        };
+        add_gateway_routes(&mut snapshot, &gateway.class);
+        snapshot.gateway_report
     }
 }
 
@@ -91,4 +137,22 @@ fn object_key<K: Resource>(object: &K) -> ObjectKey {
 pub fn route_relevance(route: &Route) -> String {
     let meta = route.meta();
     format!("{:?}|{:?}|{:?}|{:?}", meta.uid, meta.labels, meta.annotations, route.spec)
+}
+
+/// A Gateway API object's fingerprint of what matters to the table: everything but status.
+pub fn spec_relevance<K: Resource + std::fmt::Debug, S: std::fmt::Debug>(object: &K, spec: &S) -> String {
+    let meta = object.meta();
+    format!("{:?}|{:?}|{:?}|{:?}|{:?}", meta.uid, meta.generation, meta.labels, meta.annotations, spec)
+}
+
+pub fn gateway_relevance(gateway: &Gateway) -> String {
+    spec_relevance(gateway, &gateway.spec)
+}
+
+pub fn http_route_relevance(route: &HTTPRoute) -> String {
+    spec_relevance(route, &route.spec)
+}
+
+pub fn tls_route_relevance(route: &TLSRoute) -> String {
+    spec_relevance(route, &route.spec)
 }

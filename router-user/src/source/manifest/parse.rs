@@ -23,6 +23,7 @@ use super::block_yaml;
 use super::document::{self, Document, Step};
 use super::error::ManifestError;
 use super::yaml;
+use crate::model::gateway::{Gateway, HTTPRoute, TLSRoute};
 use crate::model::{drop_bookkeeping, ObjectKey, Objects, Route, Snapshot};
 
 /// What one file defines, and what went wrong reading it.
@@ -79,6 +80,9 @@ impl Parsed {
         absorb_kind(path, "Namespace", &mut into.namespaces, &from.namespaces);
         absorb_kind(path, "Secret", &mut into.secrets, &from.secrets);
         absorb_kind(path, "Ingress", &mut into.ingresses, &from.ingresses);
+        absorb_kind(path, "Gateway", &mut into.gateways, &from.gateways);
+        absorb_kind(path, "HTTPRoute", &mut into.http_routes, &from.http_routes);
+        absorb_kind(path, "TLSRoute", &mut into.tls_routes, &from.tls_routes);
         into.unreadable_secrets.extend(from.unreadable_secrets);
         self.errors.extend(later.errors);
     }
@@ -210,6 +214,15 @@ impl Ctx<'_> {
             }
             ("networking.k8s.io/v1", "Ingress") => {
                 self.add::<_, Ingress>(place, kind, value, namespaced, |o| &mut o.ingresses)
+            }
+            ("gateway.networking.k8s.io/v1" | "gateway.networking.k8s.io/v1beta1", "Gateway") => {
+                self.add::<_, Gateway>(place, kind, value, namespaced, |o| &mut o.gateways)
+            }
+            ("gateway.networking.k8s.io/v1" | "gateway.networking.k8s.io/v1beta1", "HTTPRoute") => {
+                self.add::<_, HTTPRoute>(place, kind, value, namespaced, |o| &mut o.http_routes)
+            }
+            ("gateway.networking.k8s.io/v1alpha2" | "gateway.networking.k8s.io/v1", "TLSRoute") => {
+                self.add::<_, TLSRoute>(place, kind, value, namespaced, |o| &mut o.tls_routes)
             }
             ("v1", "Namespace") => self.add::<_, Namespace>(place, kind, value, cluster, |o| &mut o.namespaces),
             ("", _) | (_, "") => self.fail(place, None, "missing apiVersion or kind".to_owned()),

@@ -5,8 +5,8 @@
 //! parse, so one bad document at start doesn't hide the rest). A file is re-parsed only when its
 //! bytes change. A deleted file drops its objects; a directory that cannot be listed (or a missing
 //! root) keeps what was known under it. The same object in two files: the later file in path order
-//! wins, with a warning. Ingresses become routes after the merge (`model::add_ingress_routes`), as
-//! in the Kubernetes source.
+//! wins, with a warning. Ingresses and Gateway API routes become routes after the merge
+//! (`model::add_ingress_routes`, `model::add_gateway_routes`), as in the Kubernetes source.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::error::ManifestError;
 use super::parse::{self, Parsed};
 use super::tree;
-use crate::model::{add_ingress_routes, Objects, Snapshot};
+use crate::model::{add_gateway_routes, add_ingress_routes, Objects, Snapshot};
 use crate::source::SourceUpdate;
 
 /// Reads Kubernetes manifests from a file or a directory tree; see the module docs for the caching
@@ -31,6 +31,8 @@ pub struct ManifestSource {
     listing_errors: Vec<ManifestError>,
     duplicates: BTreeSet<Duplicate>,
     loaded: bool,
+    /// `ROUTER_GATEWAY_CLASS`: Gateways of this class are served (none when empty).
+    gateway_class: String,
 }
 
 /// The result of one pass, and whether anything that feeds it changed since the previous pass.
@@ -69,7 +71,14 @@ impl ManifestSource {
             listing_errors: Vec::new(),
             duplicates: BTreeSet::new(),
             loaded: false,
+            gateway_class: String::new(),
         }
+    }
+
+    /// Serves Gateways of `class` and the routes attached to them (none when empty, the default).
+    pub fn with_gateway_class(mut self, class: impl Into<String>) -> Self {
+        self.gateway_class = class.into();
+        self
     }
 
     /// The `--manifests` path: a file or a directory.
@@ -145,6 +154,7 @@ impl ManifestSource {
         let started = Instant::now();
         let (mut snapshot, duplicates) = merge(&self.files);
         add_ingress_routes(&mut snapshot);
+        add_gateway_routes(&mut snapshot, &self.gateway_class);
         let merge_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(files = self.files.len(), routes = snapshot.routes.len(), merge_ms, "manifests merged");
         for dup in duplicates.difference(&self.duplicates) {
@@ -237,6 +247,9 @@ fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>
     merge_kind(files, "Namespace", &mut merged.namespaces, |o| &o.namespaces, &mut dups);
     merge_kind(files, "Secret", &mut merged.secrets, |o| &o.secrets, &mut dups);
     merge_kind(files, "Ingress", &mut merged.ingresses, |o| &o.ingresses, &mut dups);
+    merge_kind(files, "Gateway", &mut merged.gateways, |o| &o.gateways, &mut dups);
+    merge_kind(files, "HTTPRoute", &mut merged.http_routes, |o| &o.http_routes, &mut dups);
+    merge_kind(files, "TLSRoute", &mut merged.tls_routes, |o| &o.tls_routes, &mut dups);
     (merged, dups)
 }
 

@@ -1,0 +1,255 @@
+//! HTTPRoutes as routes: one route per hostname, rule and match, named `<httproute>-httproute-<rule>-<match>-
+//! <hostname>`. What a route can express is served: `PathPrefix` matches, backends with weights, the
+//! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`),
+//! `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) and a `RequestRedirect` to https on an HTTP
+//! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host and path on an HTTPS listener). A
+//! match the router cannot express (Exact or regular-expression paths, headers, query parameters, methods) is
+//! left out; a rule with a filter it cannot express is left out whole; each is reported.
+
+use kube::ResourceExt;
+
+use super::super::gateway_api::{HTTPRoute, HTTPRouteFilter, HTTPRouteMatch, HTTPRouteRule, HeaderModifier};
+use super::super::gateway_api::{ParentOutcome, Problem, RouteKind, RouteOutcome};
+use super::attach::{attach, parent_gateway, Attaching};
+use super::backends::{backends, Backends};
+use super::forward::Forward;
+use super::listeners::{Carrier, GatewayListeners};
+use super::translation::{Draft, Redirect, Translation};
+use crate::model::{ObjectKey, RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader, Snapshot};
+
+/// What a served rule does.
+enum Action {
+    Forward(Forward),
+    RedirectToHttps,
+}
+
+/// A rule as the router serves it: its path prefixes (by match index) and its action.
+struct RulePlan {
+    paths: Vec<(usize, String)>,
+    action: Action,
+}
+
+pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot: &Snapshot, out: &mut Translation) {
+    let namespace = route.namespace().unwrap_or_default();
+    let key = ObjectKey::new(&namespace, route.name_any());
+    let (mut unresolved, mut unsupported) = (Vec::new(), Vec::new());
+    let plans: Vec<Option<RulePlan>> = route
+        .spec
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| plan(index, rule, &namespace, snapshot, &mut unresolved, &mut unsupported))
+        .collect();
+    let labels = snapshot.namespaces.get(&namespace).and_then(|ns| ns.metadata.labels.as_ref());
+    let attaching = Attaching {
+        kind: RouteKind::HTTPRoute,
+        namespace: &namespace,
+        namespace_labels: labels,
+        hostnames: &route.spec.hostnames,
+    };
+    let mut parents = Vec::new();
+    for parent in &route.spec.parent_refs {
+        let Some(gateway) = parent_gateway(&namespace, parent, gateways) else { continue };
+        let mut outcome = ParentOutcome::new(parent.clone(), Ok(()));
+        match attach(&attaching, parent, &mut gateways[gateway]) {
+            Err(problem) => outcome.attached = Err(problem),
+            Ok(attachments) => {
+                outcome.unresolved.clone_from(&unresolved);
+                outcome.unsupported.clone_from(&unsupported);
+                for attachment in attachments {
+                    for host in &attachment.hostnames {
+                        for (rule, plan) in plans.iter().enumerate() {
+                            let Some(plan) = plan else { continue };
+                            for (index, path) in &plan.paths {
+                                let name =
+                                    format!("{}-httproute-{rule}-{index}-{}", key.name, host.replace('*', "wildcard"));
+                                let piece_key = ObjectKey::new(&namespace, name);
+                                match (&plan.action, &attachment.listener.carrier) {
+                                    (Action::Forward(forward), carrier) => {
+                                        let draft = out.drafts.entry(piece_key.clone()).or_insert_with(|| {
+                                            Draft::http(route, &piece_key, host, path, forward, (rule, *index))
+                                        });
+                                        match carrier {
+                                            Carrier::Https { certificate, key } if draft.https.is_none() => {
+                                                draft.https = Some((certificate.clone(), key.clone()));
+                                            }
+                                            Carrier::Https { .. } => {}
+                                            _ => draft.http = true,
+                                        }
+                                        if !outcome.routes.contains(&piece_key) {
+                                            outcome.routes.push(piece_key);
+                                        }
+                                    }
+                                    (Action::RedirectToHttps, Carrier::Http) => out.redirects.push(Redirect {
+                                        route: (RouteKind::HTTPRoute, key.clone()),
+                                        parent: parents.len(),
+                                        host: host.clone(),
+                                        path: path.clone(),
+                                    }),
+                                    (Action::RedirectToHttps, _) => push_once(
+                                        &mut outcome.unsupported,
+                                        Problem::new(
+                                            "UnsupportedValue",
+                                            format!("rule {rule}: a redirect to https on an HTTPS listener"),
+                                        ),
+                                    ),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        parents.push(outcome);
+    }
+    if !parents.is_empty() {
+        let outcome = RouteOutcome { generation: route.metadata.generation, parents };
+        out.report.routes.insert((RouteKind::HTTPRoute, key), outcome);
+    }
+}
+
+fn push_once(problems: &mut Vec<Problem>, problem: Problem) {
+    if !problems.contains(&problem) {
+        problems.push(problem);
+    }
+}
+
+/// The served form of rule `index`, or `None` (reported in `unsupported`) when it cannot be served.
+fn plan(
+    index: usize,
+    rule: &HTTPRouteRule,
+    namespace: &str,
+    snapshot: &Snapshot,
+    unresolved: &mut Vec<Problem>,
+    unsupported: &mut Vec<Problem>,
+) -> Option<RulePlan> {
+    let refuse = |unsupported: &mut Vec<Problem>, message: String| {
+        unsupported.push(Problem::new("UnsupportedValue", format!("rule {index}: {message}")));
+        None
+    };
+    let default_match = [HTTPRouteMatch::default()];
+    let matches = if rule.matches.is_empty() { &default_match[..] } else { &rule.matches };
+    let mut paths = Vec::new();
+    for (match_index, one) in matches.iter().enumerate() {
+        match path_prefix(one) {
+            Ok(path) => paths.push((match_index, path)),
+            Err(what) => {
+                unsupported.push(Problem::new("UnsupportedValue", format!("rule {index} match {match_index}: {what}")));
+            }
+        }
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    let mut forward = Forward {
+        backends: Backends { to: Default::default(), alternates: Vec::new(), port: None },
+        request_headers: Vec::new(),
+        response_headers: Vec::new(),
+        rewrite_target: None,
+    };
+    let mut redirect = false;
+    for filter in &rule.filters {
+        if let Err(what) = apply_filter(filter, &mut forward, &mut redirect) {
+            return refuse(unsupported, what);
+        }
+    }
+    if redirect {
+        if !rule.backend_refs.is_empty() || !forward.request_headers.is_empty() || forward.rewrite_target.is_some() {
+            return refuse(unsupported, "a RequestRedirect with other filters or backendRefs".into());
+        }
+        return Some(RulePlan { paths, action: Action::RedirectToHttps });
+    }
+    let (chosen, problems) = backends(namespace, &rule.backend_refs, snapshot);
+    for problem in problems {
+        unresolved.push(Problem::new(problem.reason, format!("rule {index}: {}", problem.message)));
+    }
+    match chosen {
+        Ok(backends) => forward.backends = backends,
+        Err(problem) => return refuse(unsupported, problem.message),
+    }
+    Some(RulePlan { paths, action: Action::Forward(forward) })
+}
+
+/// The route path of a match: a `PathPrefix` value without its trailing slash (the Gateway API matches
+/// `/a/` as `/a`); `Err` names what cannot be expressed.
+fn path_prefix(one: &HTTPRouteMatch) -> Result<String, String> {
+    if !one.headers.is_empty() {
+        return Err("header matches are not served".into());
+    }
+    if !one.query_params.is_empty() {
+        return Err("query parameter matches are not served".into());
+    }
+    if one.method.is_some() {
+        return Err("method matches are not served".into());
+    }
+    let kind = one.path.as_ref().and_then(|p| p.kind.as_deref()).unwrap_or("PathPrefix");
+    let value = one.path.as_ref().and_then(|p| p.value.as_deref()).unwrap_or("/");
+    if kind != "PathPrefix" {
+        return Err(format!("{kind} path matches are not served"));
+    }
+    let trimmed = value.trim_end_matches('/');
+    Ok(if trimmed.is_empty() { "/".into() } else { trimmed.into() })
+}
+
+fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut bool) -> Result<(), String> {
+    match filter.kind.as_str() {
+        "RequestHeaderModifier" => {
+            header_actions(filter.request_header_modifier.as_ref(), &mut forward.request_headers)
+        }
+        "ResponseHeaderModifier" => {
+            header_actions(filter.response_header_modifier.as_ref(), &mut forward.response_headers)
+        }
+        "URLRewrite" => {
+            let rewrite = filter.url_rewrite.as_ref().ok_or("URLRewrite without its settings")?;
+            if rewrite.hostname.is_some() {
+                return Err("URLRewrite of the hostname is not served".into());
+            }
+            match rewrite.path.as_ref() {
+                None => Ok(()),
+                Some(path) if path.kind == "ReplacePrefixMatch" => {
+                    forward.rewrite_target = Some(path.replace_prefix_match.clone().unwrap_or_else(|| "/".into()));
+                    Ok(())
+                }
+                Some(path) => Err(format!("URLRewrite {} is not served", path.kind)),
+            }
+        }
+        "RequestRedirect" => {
+            let to = filter.request_redirect.as_ref().ok_or("RequestRedirect without its settings")?;
+            let https_only = to.scheme.as_deref() == Some("https")
+                && to.hostname.is_none()
+                && to.path.is_none()
+                && to.port.is_none_or(|port| port == 443)
+                && to.status_code.is_none_or(|code| code == 302);
+            if !https_only {
+                return Err("RequestRedirect is served only as scheme https, status 302, nothing else changed".into());
+            }
+            *redirect = true;
+            Ok(())
+        }
+        other => Err(format!("filter {other} is not served")),
+    }
+}
+
+fn header_actions(modifier: Option<&HeaderModifier>, actions: &mut Vec<RouteHttpHeader>) -> Result<(), String> {
+    let Some(modifier) = modifier else { return Ok(()) };
+    if !modifier.add.is_empty() {
+        return Err("header modifier add is not served (set and remove are)".into());
+    }
+    for header in &modifier.set {
+        actions.push(RouteHttpHeader {
+            name: header.name.clone(),
+            action: RouteHttpHeaderAction {
+                kind: "Set".into(),
+                // Route values are templates where `%` starts an expression; Gateway API values are literal.
+                set: Some(RouteSetHttpHeader { value: header.value.replace('%', "%%") }),
+            },
+        });
+    }
+    for name in &modifier.remove {
+        actions.push(RouteHttpHeader {
+            name: name.clone(),
+            action: RouteHttpHeaderAction { kind: "Delete".into(), set: None },
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Gateway API objects in manifest files, served through real sockets: a Gateway of the router's class with
+//! HTTP, HTTPS (terminating with a Secret's certificate) and TLS passthrough listeners; HTTPRoutes by path
+//! prefix with weights, header modifiers and a prefix rewrite; a redirect to https; a TLSRoute to a pod that
+//! terminates TLS itself; a Route and an HTTPRoute for one host and path decided oldest first; and nothing of it
+//! read without ROUTER_GATEWAY_CLASS.
+
+use std::collections::HashMap;
+
+use router::config::Settings;
+use router_tests::backend::TestBackend;
+use router_tests::cli::curl_https;
+use router_tests::client::{get, KeepAliveClient};
+use router_tests::manifests::{route, service, ManifestDir};
+use router_tests::pki::{PemDir, TestCa};
+use router_tests::tls_client::{client_config, https_get, peer_certificate, tls_connect, Trust};
+use router_tests::{route_outcome, start_tls_router};
+
+const CLASS: &str = "openshift-router";
+
+/// Gateway `shop/gw` of `class`: `http` (:80), `https` (:443, `*.example.com`, Secret `gw-tls`), `tls` (:443
+/// passthrough).
+fn gateway(class: &str) -> String {
+    format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: shop}}
+spec:
+  gatewayClassName: "{class}"
+  listeners:
+  - {{name: http, port: 80, protocol: HTTP}}
+  - name: https
+    port: 443
+    protocol: HTTPS
+    hostname: "*.example.com"
+    tls: {{certificateRefs: [{{name: gw-tls}}]}}
+  - {{name: tls, port: 443, protocol: TLS, tls: {{mode: Passthrough}}}}
+---
+"#
+    )
+}
+
+/// HTTPRoute `shop/shop` (created 2024) on the `http` listener for `shop.example.com`: `/api` rewritten to `/v2`
+/// with header changes to `a`; `/` to `a` and `b` weighted 3:1; an Exact and a header match (not served); `/old`
+/// to `b`.
+fn shop_route() -> String {
+    String::from(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: shop, namespace: shop, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [shop.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /api/}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: X-Gw, value: "yes 100%"}], remove: [X-Drop]}
+    - type: ResponseHeaderModifier
+      responseHeaderModifier: {set: [{name: X-Served-By, value: gateway}]}
+    - type: URLRewrite
+      urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}
+    backendRefs: [{name: a, port: 80}]
+  - backendRefs: [{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}]
+  - matches: [{path: {type: Exact, value: /exact}}, {path: {value: /hdr}, headers: [{name: x, value: y}]}]
+    backendRefs: [{name: b, port: 80}]
+  - matches: [{path: {value: /old}}]
+    backendRefs: [{name: b, port: 80}]
+---
+"#,
+    )
+}
+
+/// A Route `shop/<name>` for `shop.example.com` + `path` to `service`, created at `created`.
+fn dated_route(name: &str, path: &str, service: &str, created: &str) -> String {
+    route("shop", name, "shop.example.com", path, service).replacen(
+        "metadata:\n",
+        &format!("metadata:\n  creationTimestamp: \"{created}\"\n"),
+        1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrite() {
+    let (a, b, c) = (TestBackend::start("a").await, TestBackend::start("b").await, TestBackend::start("c").await);
+    let dir = ManifestDir::new();
+    dir.write(
+        "services.yaml",
+        &[service("shop", "a", &[a.addr]), service("shop", "b", &[b.addr]), service("shop", "c", &[c.addr])].concat(),
+    );
+    dir.write("gateway.yaml", &gateway(CLASS));
+    dir.write("httproute.yaml", &shop_route());
+    // A Route older than the HTTPRoute holds /old; one younger than it loses /api.
+    dir.write(
+        "routes.yaml",
+        &[
+            dated_route("legacy", "/old", "c", "2020-01-01T00:00:00Z"),
+            dated_route("late", "/api", "c", "2025-01-01T00:00:00Z"),
+        ]
+        .concat(),
+    );
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = CLASS.into();
+    let (router, _https) = start_tls_router(settings).await;
+    let http = router.http_addr;
+
+    let mut client = KeepAliveClient::connect(http).await;
+    let reply = client.get_with("shop.example.com", "/api/items?q=1", &[("x-drop", "1")]).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.backend(), "a");
+    assert_eq!(reply.report()["path"], "/v2/items?q=1", "the /api prefix is replaced by /v2");
+    assert_eq!(reply.seen_header("x-gw"), ["yes 100%"], "set, literally");
+    assert!(reply.seen_header("x-drop").is_empty(), "removed");
+    assert_eq!(reply.headers["x-served-by"], "gateway");
+
+    let mut served: HashMap<String, usize> = HashMap::new();
+    for _ in 0..40 {
+        *served.entry(client.get("shop.example.com", "/anything").await.backend().to_string()).or_default() += 1;
+    }
+    let (to_a, to_b) = (served.get("a").copied().unwrap_or(0), served.get("b").copied().unwrap_or(0));
+    assert_eq!(to_a + to_b, 40, "{served:?}");
+    assert!((26..=34).contains(&to_a), "weights 3:1 give a about 30 of 40: {served:?}");
+
+    // Exact and header matches are left out: their paths fall to the `/` rule.
+    assert_eq!(route_outcome(&router, "shop", "shop-httproute-2-0-shop.example.com").await, serde_json::Value::Null);
+    assert_eq!(route_outcome(&router, "shop", "shop-httproute-2-1-shop.example.com").await, serde_json::Value::Null);
+
+    // Oldest first between Routes and HTTPRoutes.
+    assert_eq!(get(http, "shop.example.com", "/old/x").await.backend(), "c", "the older Route keeps /old");
+    let lost = route_outcome(&router, "shop", "shop-httproute-3-0-shop.example.com").await;
+    assert_eq!(
+        (&lost["admitted"], &lost["reason"]),
+        (&serde_json::json!(false), &serde_json::json!("HostAlreadyClaimed"))
+    );
+    assert!(lost["message"].as_str().unwrap_or("").contains("legacy"), "names the winner: {lost}");
+    let late = route_outcome(&router, "shop", "late").await;
+    assert_eq!(late["admitted"], false, "the younger Route loses /api to the HTTPRoute: {late}");
+    assert_eq!(late["reason"], "HostAlreadyClaimed");
+    router.shutdown().await;
+}
+
+/// A `kubernetes.io/tls` Secret `shop/<name>`.
+fn tls_secret(name: &str, certificate: &str, key: &str) -> String {
+    let indent = |pem: &str| pem.trim_end().lines().map(|line| format!("    {line}\n")).collect::<String>();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: shop\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}---\n",
+        indent(certificate),
+        indent(key)
+    )
+}
+
+const SECURE_AND_PASSTHROUGH: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: secure, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: https}]
+  hostnames: [secure.example.com]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: pass, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: tls}]
+  hostnames: [pass.example.com]
+  rules:
+  - backendRefs: [{name: pod, port: 80}]
+---
+"#;
+
+const REDIRECT: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: to-https, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [secure.example.com]
+  rules:
+  - filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]
+---
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_listeners_terminate_with_their_secret_and_tls_routes_pass_through() {
+    let ca = TestCa::new("gateway-ca");
+    let listener_leaf = ca.leaf(&["*.example.com"]);
+    let pod_leaf = ca.leaf(&["pass.example.com"]);
+    let web = TestBackend::start("web").await;
+    let pod = TestBackend::start_tls("pod", &pod_leaf.chain_pem(), &pod_leaf.key_pem).await;
+    let files = PemDir::new();
+    let ca_file = files.write("ca.pem", &ca.cert_pem);
+    let ca_arg = ca_file.to_str().expect("UTF-8 path");
+    let dir = ManifestDir::new();
+    dir.write("services.yaml", &[service("shop", "web", &[web.addr]), service("shop", "pod", &[pod.addr])].concat());
+    dir.write("secret.yaml", &tls_secret("gw-tls", &listener_leaf.chain_pem(), &listener_leaf.key_pem));
+    dir.write("gateway.yaml", &gateway(CLASS));
+    dir.write("routes.yaml", SECURE_AND_PASSTHROUGH);
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = CLASS.into();
+    let (router, https) = start_tls_router(settings).await;
+
+    let reply = curl_https(https, "secure.example.com", "/page", &["--cacert", ca_arg]).await;
+    assert_eq!(reply.exit_code, 0, "curl verifies the listener's certificate: {}", reply.stderr);
+    assert_eq!((reply.status, reply.report()["backend"].clone()), (200, serde_json::json!("web")));
+    assert_eq!(get(router.http_addr, "secure.example.com", "/page").await.status, 503, "HTTPS listener only");
+
+    let stream = tls_connect(https, Some("pass.example.com"), client_config(Trust::Ca(&ca.cert_pem), &[], None))
+        .await
+        .expect("handshake with the pod through the router");
+    assert_eq!(peer_certificate(&stream), Some(pod_leaf.der.clone()), "the pod terminates TLS");
+    drop(stream);
+    let config = client_config(Trust::Ca(&ca.cert_pem), &["http/1.1"], None);
+    let reply = https_get(https, Some("pass.example.com"), "pass.example.com", "/", config).await;
+    assert_eq!(reply.headers["x-backend"], "pod");
+
+    dir.write("redirect.yaml", REDIRECT);
+    router_tests::eventually("plain HTTP redirected", std::time::Duration::from_secs(10), || async {
+        let reply = get(router.http_addr, "secure.example.com", "/page?x=1").await;
+        (reply.status == 302).then(|| reply.headers["location"].to_str().unwrap_or("").to_string())
+    })
+    .await
+    .eq("https://secure.example.com/page?x=1")
+    .then_some(())
+    .expect("redirected to the same URL on https");
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_class_setting_or_with_another_class_nothing_is_served() {
+    let a = TestBackend::start("a").await;
+    let dir = ManifestDir::new();
+    dir.write("services.yaml", &service("shop", "a", &[a.addr]));
+    dir.write("httproute.yaml", &shop_route());
+    // Off is off even for a Gateway whose class is empty (as the setting is).
+    dir.write("gateway.yaml", &gateway(""));
+    let (router, _) = start_tls_router(Settings::for_loopback(dir.path())).await;
+    assert_eq!(get(router.http_addr, "shop.example.com", "/").await.status, 503, "the Gateway API is off");
+    router.shutdown().await;
+
+    dir.write("gateway.yaml", &gateway(CLASS));
+
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = "another".into();
+    let (router, _) = start_tls_router(settings).await;
+    assert_eq!(get(router.http_addr, "shop.example.com", "/").await.status, 503, "not this router's class");
+    router.shutdown().await;
+}
