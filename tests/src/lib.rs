@@ -5,6 +5,7 @@ pub mod apiserver;
 pub mod binaries;
 pub mod cli;
 pub mod client;
+pub mod handshakes;
 pub mod load;
 pub mod manifests;
 pub mod metrics_text;

@@ -146,12 +146,14 @@ fn provider(policy: &TlsPolicy) -> CryptoProvider {
         cipher_suites.extend(policy.tls12_suites.iter().copied());
     }
     let mut provider = chosen_provider().with_suites(&cipher_suites);
-    // ROUTER_CURVES names groups by ring's objects; the chosen provider's own implementation of each runs them.
-    if let Some(wanted) = &policy.kx_groups {
-        let own = std::mem::take(&mut provider.kx_groups);
-        provider.kx_groups =
-            wanted.iter().filter_map(|group| own.iter().find(|g| g.name() == group.name()).copied()).collect();
-    }
+    // ROUTER_CURVES names groups by ring's objects (the hybrid by aws-lc-rs's): the chosen provider's own
+    // implementation runs each it has; the hybrid, which ring lacks, is aws-lc-rs's whatever the provider.
+    let own = std::mem::take(&mut provider.kx_groups);
+    provider.kx_groups = policy
+        .kx_groups
+        .iter()
+        .map(|group| own.iter().find(|g| g.name() == group.name()).copied().unwrap_or(*group))
+        .collect();
     provider
 }
 
@@ -213,7 +215,7 @@ mod tests {
             max_version: MaxVersion::Tls13,
             tls12_suites: tls12_suites("intermediate").unwrap(),
             tls13_suites: tls13_suites(None).unwrap(),
-            kx_groups: None,
+            kx_groups: crate::tls::curves::kx_groups(None).unwrap(),
             client_auth: ClientAuth::None,
             client_crl: CrlSource::None,
             client_subject_filter: None,
