@@ -10,6 +10,7 @@ pub mod load;
 pub mod manifests;
 pub mod metrics_text;
 pub mod netns;
+pub mod ocsp_responder;
 pub mod pki;
 pub mod proxy_header;
 pub mod recording_pod;

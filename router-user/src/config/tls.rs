@@ -103,6 +103,15 @@ pub struct TlsArgs {
     #[arg(long, env = "ROUTER_PASSTHROUGH_SOCKMAP", default_value_t = false, action = clap::ArgAction::Set)]
     pub passthrough_sockmap: bool,
 
+    /// Staple OCSP responses to the served certificates (default, edge, reencrypt) whose leaf names an `http:`
+    /// responder and whose issuer is in the chain; off by default (route certificates name the URLs fetched).
+    #[arg(long, env = "ROUTER_OCSP_STAPLING", default_value_t = false, action = clap::ArgAction::Set)]
+    pub ocsp_stapling: bool,
+
+    /// Longest wait between two fetches of a certificate's OCSP response (sooner: halfway to its nextUpdate).
+    #[arg(long, env = "ROUTER_OCSP_REFRESH_INTERVAL", default_value = "1h", value_parser = parse_haproxy_duration)]
+    pub ocsp_refresh_interval: Duration,
+
     /// Let clients resume TLS sessions (tickets and a session cache). Off only to measure full handshakes.
     #[arg(long, env = "ROUTER_TLS_SESSION_RESUMPTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub session_resumption: bool,
