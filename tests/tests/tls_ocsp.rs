@@ -1,6 +1,7 @@
 //! OCSP stapling (ROUTER_OCSP_STAPLING) against a real responder on loopback (`openssl ocsp`), seen by
-//! `openssl s_client -status`: the default certificate and an edge route's certificate stapled with the CA
-//! signing the responses, and with a delegated responder certificate; a responder that goes down leaves the last
+//! `openssl s_client -status`: the default certificate, an edge route's certificate (chain in its PEM) and a
+//! reencrypt route's (issuer in `caCertificate`) stapled with the CA signing the responses, and with a
+//! delegated responder certificate; a responder that goes down leaves the last
 //! good response stapled; a revoked certificate stops being stapled; a response signed by a stranger is never
 //! stapled; and with the setting off nothing is fetched.
 
@@ -21,6 +22,8 @@ use router_tests::start_tls_router;
 const DEFAULT_SERIAL: u64 = 0x1000_0000_0000_0001;
 const EDGE_SERIAL: u64 = 0x1000_0000_0000_0002;
 const EDGE: &str = "stapled.example.com";
+const REENCRYPT_SERIAL: u64 = 0x1000_0000_0000_0003;
+const REENCRYPT: &str = "reencrypted.example.com";
 
 struct Setup {
     router: RunningRouter,
@@ -31,6 +34,11 @@ struct Setup {
 
 /// A router serving `default` as its default certificate and `edge` for [`EDGE`], stapling when `stapling`.
 async fn router(default: &Leaf, edge: &Leaf, stapling: bool) -> Setup {
+    router_with(default, edge, None, stapling).await
+}
+
+/// [`router`], plus a reencrypt route for [`REENCRYPT`] serving `reencrypt` (its issuer in `caCertificate`).
+async fn router_with(default: &Leaf, edge: &Leaf, reencrypt: Option<&Leaf>, stapling: bool) -> Setup {
     let web = TestBackend::start("web").await;
     let dir = ManifestDir::new();
     let chain = edge.chain_pem();
@@ -38,7 +46,13 @@ async fn router(default: &Leaf, edge: &Leaf, stapling: bool) -> Setup {
         tls: Some(RouteTls::edge().with_certificate(&chain, &edge.key_pem)),
         ..RouteSpec::new("ns", "stapled", EDGE, "web")
     };
-    dir.write("all.yaml", &[service("ns", "web", &[web.addr]), route.yaml()].concat());
+    let mut yaml = [service("ns", "web", &[web.addr]), route.yaml()].concat();
+    if let Some(leaf) = reencrypt {
+        let tls =
+            RouteTls::reencrypt().with_certificate(&leaf.cert_pem, &leaf.key_pem).with_ca_certificate(&leaf.issuer_pem);
+        yaml.push_str(&RouteSpec { tls: Some(tls), ..RouteSpec::new("ns", "reencrypted", REENCRYPT, "web") }.yaml());
+    }
+    dir.write("all.yaml", &yaml);
     let mut settings = Settings::for_loopback(dir.path());
     settings.tls.default_certificate = Some(default.bundle_pem());
     settings.tls.ocsp_stapling = stapling;
@@ -83,17 +97,21 @@ async fn default_and_edge_certificates_are_stapled_kept_while_the_responder_is_d
     let ca = TestCa::new("ocsp-ca");
     let default = ca.leaf_with_ocsp(&["default.example.com"], DEFAULT_SERIAL, &url);
     let edge = ca.leaf_with_ocsp(&[EDGE], EDGE_SERIAL, &url);
-    let statuses = [(DEFAULT_SERIAL, Status::Good), (EDGE_SERIAL, Status::Good)];
+    let reencrypt = ca.leaf_with_ocsp(&[REENCRYPT], REENCRYPT_SERIAL, &url);
+    let good = Status::Good;
+    let statuses = [(DEFAULT_SERIAL, good), (EDGE_SERIAL, good), (REENCRYPT_SERIAL, good)];
     let mut responder = OcspResponder::start(addr, &ca, None, &statuses);
-    let setup = router(&default, &edge, true).await;
+    let setup = router_with(&default, &edge, Some(&reencrypt), true).await;
 
     let limit = Duration::from_secs(15);
     let reply = until(&setup, EDGE, limit, "a good staple", stapled_good).await;
     assert!(reply.subject().is_some_and(|s| s.contains(EDGE)), "{}", reply.stdout);
     let reply = until(&setup, "other.example.com", limit, "a good staple on the default", stapled_good).await;
     assert!(reply.subject().is_some_and(|s| s.contains("default.example.com")), "{}", reply.stdout);
-    assert_eq!(metric(&setup, "router_ocsp_stapled_certificates").await, 2.0);
-    assert!(metric(&setup, "router_ocsp_fetches_total").await >= 2.0);
+    let reply = until(&setup, REENCRYPT, limit, "a good staple on the reencrypt route", stapled_good).await;
+    assert!(reply.subject().is_some_and(|s| s.contains(REENCRYPT)), "{}", reply.stdout);
+    assert_eq!(metric(&setup, "router_ocsp_stapled_certificates").await, 3.0);
+    assert!(metric(&setup, "router_ocsp_fetches_total").await >= 3.0);
 
     // Down: fetches fail (refresh every second), the responses (valid for a day) stay stapled.
     responder.stop();
@@ -107,12 +125,13 @@ async fn default_and_edge_certificates_are_stapled_kept_while_the_responder_is_d
     assert!(stapled_good(&status(&setup, "other.example.com").await));
 
     // Back, with the edge certificate revoked: its staple goes, the default's stays.
-    let statuses = [(DEFAULT_SERIAL, Status::Good), (EDGE_SERIAL, Status::Revoked)];
+    let statuses = [(DEFAULT_SERIAL, good), (EDGE_SERIAL, Status::Revoked), (REENCRYPT_SERIAL, good)];
     let responder = OcspResponder::start(addr, &ca, None, &statuses);
     until(&setup, EDGE, limit, "no staple once revoked", not_stapled).await;
     assert!(stapled_good(&status(&setup, "other.example.com").await));
     assert!(metric(&setup, r#"router_ocsp_fetch_failures_total{reason="revoked"}"#).await >= 1.0);
-    assert_eq!(metric(&setup, "router_ocsp_stapled_certificates").await, 1.0);
+    assert!(stapled_good(&status(&setup, REENCRYPT).await));
+    assert_eq!(metric(&setup, "router_ocsp_stapled_certificates").await, 2.0);
     drop(responder);
     setup.router.shutdown().await;
 }
