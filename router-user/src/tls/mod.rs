@@ -38,7 +38,7 @@ pub use client_cert::{client_cert_headers, client_subject};
 pub use crl::CrlSource;
 pub use curves::kx_groups;
 pub use default_cert::{default_certificate, default_certificate_from, fingerprint};
-pub use ocsp::Stapler;
+pub use ocsp::{check_response as check_ocsp_response, Stapler};
 pub use per_pod_clients::{name_the_host, HostHeader, PerPodClients, UpstreamBody};
 pub use policy::{subject_filter, ClientAuth, MaxVersion, MinVersion, TlsPolicy, TlsPolicyError};
 pub use provider::{choose as choose_provider, install_process_default, ProviderAlreadyChosen, TlsProvider};

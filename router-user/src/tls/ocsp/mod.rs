@@ -15,3 +15,15 @@ mod test_responses;
 mod verify;
 
 pub use stapler::Stapler;
+
+use std::time::SystemTime;
+
+use rustls_pki_types::CertificateDer;
+
+/// For the fuzz target (`fuzzing::ocsp_response`): the status `response` verifies to for the leaf of `chain`
+/// at `now`, or why it does not.
+#[doc(hidden)]
+pub fn check_response(chain: &[CertificateDer<'static>], response: &[u8], now: SystemTime) -> Result<String, String> {
+    let target = target::target(chain)?;
+    verify::verify(response, &target, now).map(|verified| schedule::describe(&verified.status))
+}
