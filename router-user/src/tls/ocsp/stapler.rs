@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use rustls::sign::CertifiedKey;
+use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 use tracing::{debug, info, warn};
 
@@ -20,6 +21,10 @@ use super::schedule::{describe, next_fetch, staple_after, Held, Outcome};
 use super::target::{target, Target};
 use super::verify::verify;
 use crate::metrics::{OcspFailureLabels, OcspMetrics};
+
+/// Fetches in flight at once, all certificates together: a table of many certificates of one CA must not send
+/// its responder a burst of one request per certificate at start.
+const CONCURRENT_FETCHES: usize = 8;
 
 /// A certificate with its stapled response, served until `expires`.
 #[derive(Clone)]
@@ -34,6 +39,7 @@ pub struct Stapler {
     /// By leaf certificate: the task keeping it stapled.
     tracked: Mutex<HashMap<Vec<u8>, AbortHandle>>,
     client: OcspClient,
+    fetch_slots: Semaphore,
     metrics: OcspMetrics,
     refresh_max: Duration,
 }
@@ -45,6 +51,7 @@ impl Stapler {
             stapled: ArcSwap::from_pointee(HashMap::new()),
             tracked: Mutex::new(HashMap::new()),
             client: client(),
+            fetch_slots: Semaphore::new(CONCURRENT_FETCHES),
             metrics,
             refresh_max,
         })
@@ -128,6 +135,8 @@ impl Stapler {
 
     /// One fetch from the target's responders (the first that answers), verified.
     async fn fetch_verified(&self, target: &Target) -> Outcome {
+        // The semaphore is never closed.
+        let _slot = self.fetch_slots.acquire().await;
         let mut errors = Vec::new();
         for url in &target.urls {
             self.metrics.fetches.inc();
