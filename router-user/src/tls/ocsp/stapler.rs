@@ -102,11 +102,6 @@ impl Stapler {
         self.metrics.stapled.set(i64::try_from(self.stapled.load().len()).unwrap_or(i64::MAX));
     }
 
-    /// Certificates with a task (those with a responder and a known issuer, and those being looked at).
-    pub fn tracked(&self) -> usize {
-        self.lock().len()
-    }
-
     /// Staples `held` to the certificate `leaf` (or removes its staple), unless it is no longer tracked.
     fn publish(&self, leaf: &[u8], key: &CertifiedKey, held: Option<&Held>) {
         let tracked = self.lock();
@@ -172,8 +167,12 @@ async fn keep_stapled(stapler: Weak<Stapler>, leaf: Vec<u8>, key: Arc<CertifiedK
     let subject = subject_of(&leaf);
     let target = match target(&key.cert) {
         Ok(target) => target,
-        Err(why) => {
+        Err(why) if why.contains("no http: OCSP responder") => {
             debug!(certificate = %subject, %why, "not stapled");
+            return;
+        }
+        Err(why) => {
+            warn!(certificate = %subject, %why, "names an OCSP responder but cannot be stapled");
             return;
         }
     };
@@ -217,4 +216,49 @@ async fn keep_stapled(stapler: Weak<Stapler>, leaf: Vec<u8>, key: Arc<CertifiedK
 fn subject_of(leaf: &[u8]) -> String {
     x509_parser::parse_x509_certificate(leaf)
         .map_or_else(|_| "(unreadable)".to_string(), |(_, c)| c.subject().to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests panic where they fail
+mod tests {
+    use super::*;
+    use crate::tls::certs::certified_key;
+    use crate::tls::test_pki::Pki;
+    use bytes::Bytes;
+    use rustls_pki_types::PrivateKeyDer;
+
+    /// A served certificate (no responder named: its task ends at once, the stapler still tracks it).
+    fn served(pki: &Pki) -> Arc<CertifiedKey> {
+        let leaf = pki.leaf("a.example.com");
+        let key = PrivateKeyDer::Pkcs8(leaf.key.serialize_der().into());
+        Arc::new(certified_key(vec![leaf.cert.der().clone(), pki.ca.der().clone()], &key).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_staple_is_served_until_it_expires_and_only_while_its_certificate_is_tracked() {
+        let stapler = Stapler::new(OcspMetrics::default(), Duration::from_secs(3600));
+        let key = served(&Pki::new());
+        let leaf = key.cert[0].to_vec();
+        assert!(Arc::ptr_eq(&stapler.staple(Arc::clone(&key)), &key), "nothing stapled yet");
+        let held = |expires| Held { der: Bytes::from_static(b"response"), expires };
+
+        stapler.publish(&leaf, &key, Some(&held(SystemTime::now() + Duration::from_secs(60))));
+        assert!(stapler.staple(Arc::clone(&key)).ocsp.is_none(), "not tracked: not stapled");
+
+        stapler.track([Arc::clone(&key)]);
+        stapler.publish(&leaf, &key, Some(&held(SystemTime::now() + Duration::from_secs(60))));
+        let stapled = stapler.staple(Arc::clone(&key));
+        assert_eq!(stapled.ocsp.as_deref(), Some(&b"response"[..]));
+        assert_eq!(stapled.cert, key.cert);
+        assert_eq!(stapler.metrics.stapled.get(), 1);
+
+        // Past its expiry the response is not served, even before its task removes it.
+        stapler.publish(&leaf, &key, Some(&held(SystemTime::now() - Duration::from_secs(1))));
+        assert!(stapler.staple(Arc::clone(&key)).ocsp.is_none());
+
+        stapler.publish(&leaf, &key, Some(&held(SystemTime::now() + Duration::from_secs(60))));
+        stapler.track(std::iter::empty());
+        assert!(stapler.staple(Arc::clone(&key)).ocsp.is_none(), "a certificate no table serves loses its staple");
+        assert_eq!(stapler.metrics.stapled.get(), 0);
+    }
 }
