@@ -15,7 +15,7 @@ use crate::access_log::AccessLog;
 use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
 use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
 use crate::handover::{self, Inherited, Offered, Role};
-use crate::https::{serve_https, HttpsContext, TlsSetup, TlsSetupError};
+use crate::https::{serve_https, start_stapling, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, ConnectionLimit, IpMode};
 use crate::metrics::Metrics;
 use crate::model::{LocalService, Snapshot};
@@ -103,7 +103,7 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     let StartFrom { steer_front, mut inherited } = from;
     let source = settings.source_choice()?;
     choose_provider(settings.tls.tls_provider)?;
-    let tls = TlsSetup::from_args(&settings.tls)?;
+    let mut tls = TlsSetup::from_args(&settings.tls)?;
     let mut defaults = settings.routing.defaults(settings.server_timeout)?;
     defaults.tcp_balance = settings.tcp_balance()?;
     let build_options = BuildOptions {
@@ -178,6 +178,10 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (published_tx, published_rx) = watch::channel(table.load_full());
     let mut first_table = published_rx.clone();
+    if settings.tls.ocsp_stapling {
+        let refresh = settings.tls.ocsp_refresh_interval;
+        start_stapling(&mut tls.configs, metrics.ocsp.clone(), refresh, published_rx.clone());
+    }
     let watch_task = match &source {
         SourceChoice::Manifests(path) => {
             let source = ManifestSource::new(path.clone()).with_gateway_class(&settings.gateway_class);

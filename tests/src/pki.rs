@@ -158,6 +158,25 @@ impl TestCa {
         self.issue(params, KeyPair::generate().expect("client key"), common_name)
     }
 
+    /// A server certificate for `names` with serial number `serial` whose Authority Information Access names
+    /// `ocsp_url` as its OCSP responder.
+    pub fn leaf_with_ocsp(&self, names: &[&str], serial: u64, ocsp_url: &str) -> Leaf {
+        let mut params = leaf_params(names, Usage::Server, false);
+        params.serial_number = Some(rcgen::SerialNumber::from(serial));
+        params.custom_extensions = vec![ocsp_access(ocsp_url)];
+        let common_name = names.first().copied().unwrap_or_default();
+        self.issue(params, KeyPair::generate().expect("leaf key"), common_name)
+    }
+
+    /// A delegated OCSP responder's certificate (extended key usage OCSPSigning) signed by this CA.
+    pub fn ocsp_signer(&self, common_name: &str) -> Leaf {
+        let mut params = leaf_params(&[], Usage::Server, false);
+        params.distinguished_name = distinguished_name(common_name);
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::OcspSigning];
+        self.issue(params, KeyPair::generate().expect("responder key"), common_name)
+    }
+
     /// A CRL of this CA (issued 2024, next update 2099) revoking the certificates with serial numbers `revoked`;
     /// PEM, or DER when `der`.
     pub fn crl(&self, revoked: &[u64], der: bool) -> Vec<u8> {
@@ -249,6 +268,18 @@ impl TestCa {
         let der = pem_to_der(&cert_pem).into_iter().next().expect("one certificate");
         Leaf { common_name: common_name.to_string(), cert_pem, key_pem, der, issuer_pem: self.cert_pem.clone() }
     }
+}
+
+/// The Authority Information Access extension naming `url` as OCSP responder (rcgen has no field for it):
+/// `SEQUENCE { SEQUENCE { id-ad-ocsp, [6] IA5String url } }`.
+fn ocsp_access(url: &str) -> rcgen::CustomExtension {
+    let der = |tag: u8, value: &[u8]| {
+        assert!(value.len() < 128, "short form lengths only");
+        [&[tag, value.len() as u8][..], value].concat()
+    };
+    const ID_AD_OCSP: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x01];
+    let description = der(0x30, &[der(0x06, ID_AD_OCSP), der(0x86, url.as_bytes())].concat());
+    rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 5, 5, 7, 1, 1], der(0x30, &description))
 }
 
 /// A self-signed server certificate for `names`.

@@ -32,7 +32,8 @@ const APT_PACKAGES: &[&str] = &[
     "openssl",
     "procps",
     "iputils-ping",
-    // aws-lc-sys (the router's aws-lc-rs crypto provider): built with the cc crate and gcc here; cmake is the
+    // aws-lc-sys (the router's aws-lc-rs crypto provider and X25519MLKEM768, built by default): built with the cc
+    // crate and gcc here (the C compiler ring needs too); cmake is the
     // builder it falls back to when that cannot build (and the one its FIPS or no-asm builds need).
     "cmake",
     // The benchmark (`cargo xtask bench`): the HAProxy contender, nginx as the pods, h2load for fixed-rate latency.

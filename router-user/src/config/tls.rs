@@ -43,8 +43,8 @@ pub struct TlsArgs {
     #[arg(long, env = "SSL_MAX_VERSION")]
     pub ssl_max_version: Option<String>,
 
-    /// Key exchange groups, OpenSSL names separated by `:` in preference order (`X25519:P-256:P-384`); unset:
-    /// X25519, P-256, P-384.
+    /// Key exchange groups offered, OpenSSL names separated by `:` (`X25519:P-256:P-384`); unset:
+    /// X25519MLKEM768 (post-quantum hybrid, built with the default `aws-lc-rs` feature), X25519, P-256, P-384.
     #[arg(long, env = "ROUTER_CURVES")]
     pub curves: Option<String>,
 
@@ -102,6 +102,15 @@ pub struct TlsArgs {
     /// Off by default: on loopback it measured slower than the splice(2) relay (bench/passthrough-sockmap.sh).
     #[arg(long, env = "ROUTER_PASSTHROUGH_SOCKMAP", default_value_t = false, action = clap::ArgAction::Set)]
     pub passthrough_sockmap: bool,
+
+    /// Staple OCSP responses to the served certificates (default, edge, reencrypt) whose leaf names an `http:`
+    /// responder and whose issuer is in the chain; off by default (route certificates name the URLs fetched).
+    #[arg(long, env = "ROUTER_OCSP_STAPLING", default_value_t = false, action = clap::ArgAction::Set)]
+    pub ocsp_stapling: bool,
+
+    /// Longest wait between two fetches of a certificate's OCSP response (sooner: halfway to its nextUpdate).
+    #[arg(long, env = "ROUTER_OCSP_REFRESH_INTERVAL", default_value = "1h", value_parser = parse_haproxy_duration)]
+    pub ocsp_refresh_interval: Duration,
 
     /// Let clients resume TLS sessions (tickets and a session cache). Off only to measure full handshakes.
     #[arg(long, env = "ROUTER_TLS_SESSION_RESUMPTION", default_value_t = true, action = clap::ArgAction::Set)]
@@ -233,7 +242,7 @@ mod tests {
         let policy = policy.unwrap();
         assert_eq!(policy.max_version, MaxVersion::Tls12);
         assert!(policy.offers_tls12() && !policy.offers_tls13());
-        assert_eq!(policy.kx_groups.unwrap().len(), 2);
+        assert_eq!(policy.kx_groups.len(), 2);
         assert!(policy.strict_sni);
         assert!(matches!(tls_policy(&["--ssl-max-version", "TLSv1.1"]), Err(TlsPolicyError::MaxVersion(_))));
         assert!(matches!(

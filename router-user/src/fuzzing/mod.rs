@@ -11,6 +11,7 @@ mod annotations;
 mod haproxy_duration;
 mod lines;
 mod manifest;
+mod ocsp_response;
 mod pod_chunked;
 mod pod_response;
 mod proxy_protocol;
@@ -19,6 +20,7 @@ pub use access_log_format::access_log_format;
 pub use annotations::annotations;
 pub use haproxy_duration::haproxy_duration;
 pub use manifest::manifest;
+pub use ocsp_response::ocsp_response;
 pub use pod_chunked::pod_chunked;
 pub use pod_response::pod_response;
 pub use proxy_protocol::proxy_protocol;
@@ -28,11 +30,12 @@ pub type EntryPoint = fn(&[u8]);
 
 /// Every entry point by its fuzz target's name (the corpus directory under `fuzz/corpus/`). The ClientHello
 /// target calls router-common's parser directly.
-pub const TARGETS: [(&str, EntryPoint); 7] = [
+pub const TARGETS: [(&str, EntryPoint); 8] = [
     ("access_log_format", access_log_format),
     ("annotations", annotations),
     ("haproxy_duration", haproxy_duration),
     ("manifest", manifest),
+    ("ocsp_response", ocsp_response),
     ("pod_chunked", pod_chunked),
     ("pod_response", pod_response),
     ("proxy_protocol", proxy_protocol),

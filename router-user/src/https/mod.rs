@@ -6,10 +6,12 @@ mod forbidden;
 mod inspect;
 mod passthrough;
 mod setup;
+mod stapling;
 mod terminate;
 
 pub use inspect::{read_client_hello, InspectError, Inspected};
 pub use setup::{TlsSetup, TlsSetupError};
+pub use stapling::start_stapling;
 
 use std::sync::Arc;
 use std::time::Duration;

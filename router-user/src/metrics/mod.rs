@@ -9,6 +9,7 @@
 //! `router_*` family); a counter registered in `Metrics::default` is published with no further change.
 
 pub mod haproxy;
+mod ocsp;
 mod request_durations;
 mod template_router;
 mod tls_handshakes;
@@ -26,6 +27,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 pub use haproxy::{CountersSlot, Frontend, ProxyCounters, ProxyRegistry, Topology};
+pub use ocsp::{OcspFailureLabels, OcspMetrics};
 pub use request_durations::{DurationHistogram, RouteLabels};
 pub use template_router::TemplateRouterMetrics;
 pub use tls_handshakes::{failure_reason as tls_failure_reason, TlsHandshakeFailureLabels, TlsHandshakeLabels};
@@ -151,6 +153,8 @@ pub struct Metrics {
     pub request_durations: Family<RouteLabels, DurationHistogram>,
     pub tls_handshakes: Family<TlsHandshakeLabels, Counter>,
     pub tls_handshake_failures: Family<TlsHandshakeFailureLabels, Counter>,
+    /// ROUTER_OCSP_STAPLING's fetches and staples.
+    pub ocsp: OcspMetrics,
     /// The counters behind the `haproxy_*` families.
     pub haproxy: ProxyRegistry,
     pub template_router: TemplateRouterMetrics,
@@ -229,6 +233,8 @@ impl Default for Metrics {
             "Writes of this router's entry in route status, by result",
             route_status_writes.clone(),
         );
+        let ocsp = OcspMetrics::default();
+        ocsp.register(&mut registry);
         let tls_failures = Family::<TlsFailureLabels, Counter>::default();
         registry.register(
             "router_tls_connection_failures",
@@ -322,6 +328,7 @@ impl Default for Metrics {
             request_durations,
             tls_handshakes,
             tls_handshake_failures,
+            ocsp,
             haproxy: ProxyRegistry::default(),
             template_router,
             client_connections,

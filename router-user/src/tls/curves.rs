@@ -1,15 +1,29 @@
 //! Key exchange groups from ROUTER_CURVES (HAProxy's `ssl-default-bind-curves`): OpenSSL group names separated
-//! by `:`, in preference order, matched without regard to case as OpenSSL does. The rustls ring provider has
-//! X25519, P-256 and P-384; other groups OpenSSL knows are warned about and skipped; a name OpenSSL does not
-//! know, or a list leaving no group, is an error. Unset: rustls's default order (X25519, P-256, P-384).
+//! by `:`, matched without regard to case as OpenSSL does. The router has X25519, P-256 and P-384 (ring), and with
+//! the `aws-lc-rs` feature (on by default) the post-quantum hybrid X25519MLKEM768 (aws-lc-rs's implementation,
+//! whichever provider runs the rest); other groups OpenSSL knows are warned about and skipped; a name OpenSSL does
+//! not know, or a list leaving no group, is an error. Unset: [`DEFAULT_CURVES`].
+//!
+//! rustls as a server takes the first group of the client's list that it offers (and asks the client for another
+//! key share only when the client sent none for it), so this list decides which groups are offered; its order
+//! matters only to the names' listing.
 
 use rustls::crypto::ring::kx_group;
 use rustls::crypto::SupportedKxGroup;
 
 use super::policy::TlsPolicyError;
 
-/// The groups rustls (ring) implements, under each name OpenSSL accepts for them.
+/// ROUTER_CURVES when unset: the hybrid first where it is built in (docs/tls-key-exchange.md has the measurement
+/// behind it), then the classic groups in rustls's order.
+#[cfg(feature = "aws-lc-rs")]
+pub const DEFAULT_CURVES: &str = "X25519MLKEM768:X25519:P-256:P-384";
+#[cfg(not(feature = "aws-lc-rs"))]
+pub const DEFAULT_CURVES: &str = "X25519:P-256:P-384";
+
+/// The groups the router implements, under each name OpenSSL accepts for them.
 const SUPPORTED: &[(&str, &dyn SupportedKxGroup)] = &[
+    #[cfg(feature = "aws-lc-rs")]
+    ("x25519mlkem768", rustls::crypto::aws_lc_rs::kx_group::X25519MLKEM768),
     ("x25519", kx_group::X25519),
     ("p-256", kx_group::SECP256R1),
     ("prime256v1", kx_group::SECP256R1),
@@ -18,7 +32,7 @@ const SUPPORTED: &[(&str, &dyn SupportedKxGroup)] = &[
     ("secp384r1", kx_group::SECP384R1),
 ];
 
-/// Groups OpenSSL knows that rustls (ring) lacks, lowercase.
+/// Groups OpenSSL knows that this build lacks, lowercase.
 const OPENSSL_ONLY: &[&str] = &[
     "p-521",
     "secp521r1",
@@ -37,6 +51,7 @@ const OPENSSL_ONLY: &[&str] = &[
     "brainpoolp256r1tls13",
     "brainpoolp384r1tls13",
     "brainpoolp512r1tls13",
+    #[cfg(not(feature = "aws-lc-rs"))]
     "x25519mlkem768",
     "secp256r1mlkem768",
     "secp384r1mlkem1024",
@@ -45,9 +60,9 @@ const OPENSSL_ONLY: &[&str] = &[
     "mlkem1024",
 ];
 
-/// The key exchange groups for a ROUTER_CURVES value; `None` (unset or empty): the provider's default.
-pub fn kx_groups(spec: Option<&str>) -> Result<Option<Vec<&'static dyn SupportedKxGroup>>, TlsPolicyError> {
-    let Some(list) = spec.map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
+/// The key exchange groups for a ROUTER_CURVES value (unset or empty: [`DEFAULT_CURVES`]).
+pub fn kx_groups(spec: Option<&str>) -> Result<Vec<&'static dyn SupportedKxGroup>, TlsPolicyError> {
+    let list = spec.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_CURVES);
     let mut groups: Vec<&'static dyn SupportedKxGroup> = Vec::new();
     let mut skipped = Vec::new();
     for name in list.split(':').map(str::trim).filter(|n| !n.is_empty()) {
@@ -65,7 +80,7 @@ pub fn kx_groups(spec: Option<&str>) -> Result<Option<Vec<&'static dyn Supported
     if groups.is_empty() {
         return Err(TlsPolicyError::NoCurves(list.to_string()));
     }
-    Ok(Some(groups))
+    Ok(groups)
 }
 
 #[cfg(test)]
@@ -75,16 +90,39 @@ mod tests {
     use rustls::NamedGroup;
 
     fn names(spec: &str) -> Vec<NamedGroup> {
-        kx_groups(Some(spec)).unwrap().unwrap().iter().map(|g| g.name()).collect()
+        kx_groups(Some(spec)).unwrap().iter().map(|g| g.name()).collect()
     }
 
     #[test]
     fn openssl_names_in_order() {
-        assert!(kx_groups(None).unwrap().is_none());
-        assert!(kx_groups(Some(" ")).unwrap().is_none());
+        let default = [NamedGroup::X25519, NamedGroup::secp256r1, NamedGroup::secp384r1];
+        #[cfg(feature = "aws-lc-rs")]
+        let default = [&[NamedGroup::X25519MLKEM768][..], &default].concat();
+        assert_eq!(names(DEFAULT_CURVES), default);
+        for unset in [None, Some(" ")] {
+            assert_eq!(kx_groups(unset).unwrap().iter().map(|g| g.name()).collect::<Vec<_>>(), default);
+        }
         assert_eq!(names("P-384:X25519"), [NamedGroup::secp384r1, NamedGroup::X25519]);
         assert_eq!(names("prime256v1:secp256r1:P-256"), [NamedGroup::secp256r1]);
         assert_eq!(names("X448:x25519:P-521"), [NamedGroup::X25519]);
+    }
+
+    #[cfg(feature = "aws-lc-rs")]
+    #[test]
+    fn the_hybrid_is_aws_lc_rs_implementation() {
+        let groups = kx_groups(Some("x25519MLKEM768:X25519")).unwrap();
+        assert_eq!(
+            groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
+            [NamedGroup::X25519MLKEM768, NamedGroup::X25519]
+        );
+        let hybrid: &dyn SupportedKxGroup = rustls::crypto::aws_lc_rs::kx_group::X25519MLKEM768;
+        assert_eq!(format!("{:?}", groups[0]), format!("{hybrid:?}"));
+    }
+
+    #[cfg(not(feature = "aws-lc-rs"))]
+    #[test]
+    fn without_aws_lc_rs_the_hybrid_is_skipped() {
+        assert_eq!(names("X25519MLKEM768:X25519"), [NamedGroup::X25519]);
     }
 
     #[test]

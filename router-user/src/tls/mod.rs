@@ -1,8 +1,8 @@
 //! Certificates and rustls configurations: route certificates checked like the OpenShift router's extended
 //! validation, the default certificate, the per-table certificate store that :443 serves from, the server
 //! configurations (versions, ciphers, key exchange groups, ALPN, strict SNI, client certificates with their
-//! subject filter and revocation lists), and reencrypt: the client configurations and each route's pool of TLS
-//! connections to its pods.
+//! subject filter and revocation lists), OCSP stapling of the served certificates, and reencrypt: the client
+//! configurations and each route's pool of TLS connections to its pods.
 
 mod cert_cache;
 mod cert_error;
@@ -14,6 +14,7 @@ mod crl;
 mod crl_refresh;
 mod curves;
 mod default_cert;
+mod ocsp;
 mod openssl_names;
 mod pem;
 mod per_pod_clients;
@@ -37,6 +38,7 @@ pub use client_cert::{client_cert_headers, client_subject};
 pub use crl::CrlSource;
 pub use curves::kx_groups;
 pub use default_cert::{default_certificate, default_certificate_from, fingerprint};
+pub use ocsp::{check_response as check_ocsp_response, Stapler};
 pub use per_pod_clients::{name_the_host, HostHeader, PerPodClients, UpstreamBody};
 pub use policy::{subject_filter, ClientAuth, MaxVersion, MinVersion, TlsPolicy, TlsPolicyError};
 pub use provider::{choose as choose_provider, install_process_default, ProviderAlreadyChosen, TlsProvider};

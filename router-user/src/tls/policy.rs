@@ -124,8 +124,8 @@ pub struct TlsPolicy {
     /// Empty: TLS 1.2 is not offered (the `modern` profile).
     pub tls12_suites: Vec<SupportedCipherSuite>,
     pub tls13_suites: Vec<SupportedCipherSuite>,
-    /// ROUTER_CURVES; `None`: the provider's groups.
-    pub kx_groups: Option<Vec<&'static dyn SupportedKxGroup>>,
+    /// ROUTER_CURVES (unset: `curves::DEFAULT_CURVES`).
+    pub kx_groups: Vec<&'static dyn SupportedKxGroup>,
     pub client_auth: ClientAuth,
     /// Where the revocation lists of client certificates come from (with client certificates only).
     pub client_crl: CrlSource,

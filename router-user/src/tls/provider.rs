@@ -6,8 +6,9 @@
 //! slower elsewhere; so far it was not (bench/results, the crypto provider table).
 //!
 //! Whatever the provider, the router offers the same things: the policy's cipher suites (named by id, each run by
-//! the chosen provider's own implementation) and ring's key exchange groups (X25519, P-256, P-384; aws-lc-rs would
-//! add an ML-KEM hybrid).
+//! the chosen provider's own implementation) and the same key exchange groups: X25519, P-256, P-384 (each
+//! provider's own) and on :443, with the `aws-lc-rs` feature, the post-quantum hybrid X25519MLKEM768, which ring
+//! lacks: with ring, aws-lc-rs runs that one group (docs/tls-key-exchange.md).
 
 use std::sync::{Arc, OnceLock};
 
@@ -59,7 +60,10 @@ pub fn install_process_default() {
 }
 
 impl TlsProvider {
-    /// The provider with its default suites and ring's key exchange groups.
+    /// The provider with its default suites and the classic key exchange groups (X25519, P-256, P-384, its own
+    /// implementations). The router's clients (reencrypt to pods, the Kubernetes API) use it as it is: a hybrid
+    /// key share sent first to a server without the hybrid costs a HelloRetryRequest round trip. :443 adds the
+    /// hybrid (`server_config`).
     pub fn crypto_provider(self) -> CryptoProvider {
         let ring = rustls::crypto::ring::default_provider();
         match self {

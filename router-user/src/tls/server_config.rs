@@ -6,7 +6,8 @@
 //! on the default certificate nor on a shared one, so browsers do not coalesce connections across routes).
 //! With ROUTER_STRICT_SNI a connection for a name no route certificate and not the default certificate covers
 //! (or without SNI) gets the base configuration, which has no certificate: rustls refuses the handshake.
-//! The server's suite order is used, not the client's.
+//! The server's suite order is used, not the client's. With ROUTER_OCSP_STAPLING the certificate carries its
+//! current OCSP response, when the stapler has one.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use rustls_pki_types::UnixTime;
 use super::client_verifier::SwappableVerifier;
 use super::crl::CrlSource;
 use super::crl_refresh::spawn_refresh;
+use super::ocsp::Stapler;
 use super::policy::{ClientAuth, MinVersion, TlsPolicy, TlsPolicyError};
 use super::provider::chosen as chosen_provider;
 use super::strict_sni::CertificateNames;
@@ -37,6 +39,8 @@ pub struct ServerConfigs {
     client_subject_filter: Option<regex::Regex>,
     /// With client certificates: the verifier whose revocation lists change, and where they come from.
     client_verifier: Option<(Arc<SwappableVerifier>, CrlSource)>,
+    /// ROUTER_OCSP_STAPLING: the staples of the served certificates.
+    stapler: Option<Arc<Stapler>>,
 }
 
 impl ServerConfigs {
@@ -78,7 +82,13 @@ impl ServerConfigs {
             strict_sni: policy.strict_sni.then(|| CertificateNames::of(default_key)),
             client_subject_filter: policy.client_subject_filter.clone().filter(|_| client_auth),
             client_verifier: swappable.map(|v| (v, policy.client_crl.clone())),
+            stapler: None,
         })
+    }
+
+    /// Staples the OCSP responses `stapler` holds to the certificates served from now on.
+    pub fn staple_with(&mut self, stapler: Arc<Stapler>) {
+        self.stapler = Some(stapler);
     }
 
     /// Starts keeping the client certificates' revocation lists current (a file re-read when it changes, or
@@ -125,6 +135,10 @@ impl ServerConfigs {
     /// The configuration of one connection served with `key`; `offer_h2` when exactly one route uses `key`.
     pub fn for_connection(&self, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
         let mut config = self.base.clone();
+        let key = match &self.stapler {
+            Some(stapler) => stapler.staple(key),
+            None => key,
+        };
         config.cert_resolver = Arc::new(FixedCertificate(key));
         config.alpn_protocols = match offer_h2 && !self.disable_http2 {
             true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
@@ -146,12 +160,14 @@ fn provider(policy: &TlsPolicy) -> CryptoProvider {
         cipher_suites.extend(policy.tls12_suites.iter().copied());
     }
     let mut provider = chosen_provider().with_suites(&cipher_suites);
-    // ROUTER_CURVES names groups by ring's objects; the chosen provider's own implementation of each runs them.
-    if let Some(wanted) = &policy.kx_groups {
-        let own = std::mem::take(&mut provider.kx_groups);
-        provider.kx_groups =
-            wanted.iter().filter_map(|group| own.iter().find(|g| g.name() == group.name()).copied()).collect();
-    }
+    // ROUTER_CURVES names groups by ring's objects (the hybrid by aws-lc-rs's): the chosen provider's own
+    // implementation runs each it has; the hybrid, which ring lacks, is aws-lc-rs's whatever the provider.
+    let own = std::mem::take(&mut provider.kx_groups);
+    provider.kx_groups = policy
+        .kx_groups
+        .iter()
+        .map(|group| own.iter().find(|g| g.name() == group.name()).copied().unwrap_or(*group))
+        .collect();
     provider
 }
 
@@ -213,7 +229,7 @@ mod tests {
             max_version: MaxVersion::Tls13,
             tls12_suites: tls12_suites("intermediate").unwrap(),
             tls13_suites: tls13_suites(None).unwrap(),
-            kx_groups: None,
+            kx_groups: crate::tls::curves::kx_groups(None).unwrap(),
             client_auth: ClientAuth::None,
             client_crl: CrlSource::None,
             client_subject_filter: None,

@@ -51,6 +51,11 @@ impl CertStore {
         &self.default
     }
 
+    /// Every certificate served: the default's, then the routes' (a certificate several names share repeats).
+    pub fn keys(&self) -> impl Iterator<Item = &Arc<CertifiedKey>> {
+        std::iter::once(&self.default).chain(self.exact.values().chain(self.wildcard.values()).map(|s| &s.key))
+    }
+
     /// Route certificates held (exact and wildcard), not counting the default.
     pub fn len(&self) -> usize {
         self.exact.len() + self.wildcard.len()
@@ -153,6 +158,11 @@ mod tests {
         let pick = store.find(None);
         assert!(!pick.own && Arc::ptr_eq(&pick.key, &default));
         assert!(Arc::ptr_eq(store.default_key(), &default));
+        let keys: Vec<_> = store.keys().collect();
+        assert_eq!(keys.len(), 3);
+        for key in [&default, &exact, &wild] {
+            assert!(keys.iter().any(|k| Arc::ptr_eq(k, key)));
+        }
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl CertificateNames {
     /// Whether the certificate is valid for `sni` (any case, trailing dot ignored).
     pub fn covers(&self, sni: &str) -> bool {
         let name = sni.strip_suffix('.').unwrap_or(sni).to_ascii_lowercase();
-        self.exact.iter().any(|exact| *exact == name)
+        self.exact.contains(&name)
             || name.split_once('.').is_some_and(|(_, parent)| self.wildcard.iter().any(|domain| domain == parent))
     }
 }
