@@ -67,7 +67,7 @@ impl Pod {
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
                         counter.fetch_add(1, Ordering::SeqCst);
-                        let close = (served_here.fetch_add(1, Ordering::SeqCst) + 1) % POD_CLOSES_EVERY == 0;
+                        let close = (served_here.fetch_add(1, Ordering::SeqCst) + 1).is_multiple_of(POD_CLOSES_EVERY);
                         answer(request, close)
                     });
                     let _ = hyper::server::conn::http1::Builder::new()

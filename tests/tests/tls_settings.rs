@@ -10,6 +10,9 @@ use router_tests::manifests::{service, ManifestDir, RouteSpec, RouteTls};
 use router_tests::pki::{PemDir, TestCa};
 use router_tests::start_tls_router;
 
+/// One change to the router's settings, as each case below makes it.
+type SettingsChange<'a> = dyn Fn(&mut Settings) + 'a;
+
 /// Whether s_client completed a handshake (it prints the server certificate's subject then).
 fn handshake_done(reply: &SClient) -> bool {
     reply.subject().is_some() && !reply.stdout.contains("Cipher is (NONE)")
@@ -115,7 +118,7 @@ async fn unknown_names_stop_the_start_naming_the_setting() {
         mtls(s);
         s.tls.mutual_tls_auth_crl = Some(files.path().join("missing.crl"));
     };
-    let mut all: Vec<(&str, &dyn Fn(&mut Settings))> = cases.iter().map(|(n, c)| (*n, c.as_ref())).collect();
+    let mut all: Vec<(&str, &SettingsChange<'_>)> = cases.iter().map(|(n, c)| (*n, c.as_ref())).collect();
     all.push(("ROUTER_MUTUAL_TLS_AUTH_FILTER", &filter));
     all.push(("ROUTER_MUTUAL_TLS_AUTH_CRL", &crl));
     for (setting, change) in all {
