@@ -22,6 +22,7 @@ use serde_path_to_error::Segment;
 use super::block_yaml;
 use super::document::{self, Document, Step};
 use super::error::ManifestError;
+use super::shrink::ShrinkLists;
 use super::yaml;
 use crate::model::gateway::{Gateway, HTTPRoute, TLSRoute};
 use crate::model::{drop_bookkeeping, ObjectKey, Objects, Route, Snapshot};
@@ -235,9 +236,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// Decodes `value` as `T`, strips server-side bookkeeping, keys it with `key_of`, and stores
-    /// it in the map `slot` picks.
-    fn add<K: Ord + std::fmt::Display, T: kube::Resource + DeserializeOwned>(
+    /// Decodes `value` as `T`, gives back its lists' spare room, strips server-side bookkeeping, keys it with
+    /// `key_of`, and stores it in the map `slot` picks.
+    fn add<K: Ord + std::fmt::Display, T: kube::Resource + DeserializeOwned + ShrinkLists>(
         &mut self,
         place: Place,
         kind: &str,
@@ -249,6 +250,7 @@ impl Ctx<'_> {
             Ok(object) => object,
             Err(error) => return self.out.errors.push(error),
         };
+        object.shrink_lists();
         let meta = object.meta_mut();
         drop_bookkeeping(meta);
         let Some(name) = meta.name.clone().filter(|name| !name.is_empty()) else {
