@@ -15,6 +15,7 @@
 //! - `batch`: coalescing changes into snapshots.
 //! - `secret_access`: whether the router may read each `externalCertificate` Secret (SelfSubjectAccessReview).
 //! - `status`: writing this router's `status.ingress[]` entry.
+//! - `per_table`: the feed of tables (and retries a second later) both status writers run on.
 //! - `gateway_status`: writing Gateway API status (Gateways of `ROUTER_GATEWAY_CLASS`, their routes' parents).
 //!
 //! Ingresses go into the snapshot as objects; `model::add_ingress_routes` makes their routes, as for manifests.
@@ -30,6 +31,7 @@ mod error;
 mod gateway_status;
 #[cfg(test)]
 mod ingress_tests;
+mod per_table;
 mod preflight;
 mod reflect;
 mod secret_access;

@@ -10,7 +10,6 @@ mod conditions;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::Store;
@@ -23,15 +22,13 @@ use tracing::{debug, warn};
 pub use conditions::CONTROLLER_NAME;
 use conditions::{carry_transition_times, gateway_status, parent_status, Admission};
 
+use super::per_table::TableFeed;
 use super::stores::Stores;
 use crate::model::gateway::{
     Gateway, GatewayStatus, HTTPRoute, RouteKind, RouteParentStatus, RouteParentsStatus, TLSRoute,
 };
 use crate::model::ObjectKey;
 use crate::table::RouteTable;
-
-/// Wait before recomputing writes that conflicted or failed.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 pub struct GatewayStatusWriter {
     pub client: Client,
@@ -43,19 +40,10 @@ pub struct GatewayStatusWriter {
 
 impl GatewayStatusWriter {
     /// Writes status for each table published on `tables` until the publisher goes away.
-    pub async fn run(mut self, mut tables: watch::Receiver<Arc<RouteTable>>) {
-        let mut retry = false;
-        loop {
-            if retry {
-                tokio::select! {
-                    changed = tables.changed() => if changed.is_err() { return },
-                    _ = tokio::time::sleep(RETRY_AFTER) => {}
-                }
-            } else if tables.changed().await.is_err() {
-                return;
-            }
-            let table = tables.borrow_and_update().clone();
-            retry = !self.sync(&table).await;
+    pub async fn run(mut self, tables: watch::Receiver<Arc<RouteTable>>) {
+        let mut feed = TableFeed::new(tables);
+        while let Some(table) = feed.next().await {
+            feed.retry = !self.sync(&table).await;
         }
     }
 

@@ -10,7 +10,6 @@ mod entry;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::{stream, StreamExt};
 use kube::api::{Patch, PatchParams};
@@ -22,14 +21,13 @@ use tracing::{debug, warn};
 pub use entry::desired_entry;
 use entry::{same_entry, with_transition_time};
 
+use super::per_table::TableFeed;
 use crate::metrics::{Metrics, StatusWriteLabels};
 use crate::model::{ObjectKey, Route, RouteIngress};
 use crate::table::{RouteOutcome, RouteTable};
 
 /// How many status writes run at once.
 const CONCURRENT_WRITES: usize = 8;
-/// Wait before recomputing writes that conflicted or failed.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 pub struct StatusWriter {
     pub client: Client,
@@ -53,19 +51,10 @@ struct Pending {
 
 impl StatusWriter {
     /// Writes status for each table published on `tables` until the publisher goes away.
-    pub async fn run(mut self, mut tables: watch::Receiver<Arc<RouteTable>>) {
-        let mut retry = false;
-        loop {
-            if retry {
-                tokio::select! {
-                    changed = tables.changed() => if changed.is_err() { return },
-                    _ = tokio::time::sleep(RETRY_AFTER) => {}
-                }
-            } else if tables.changed().await.is_err() {
-                return;
-            }
-            let table = tables.borrow_and_update().clone();
-            retry = !self.sync(&table).await;
+    pub async fn run(mut self, tables: watch::Receiver<Arc<RouteTable>>) {
+        let mut feed = TableFeed::new(tables);
+        while let Some(table) = feed.next().await {
+            feed.retry = !self.sync(&table).await;
         }
     }
 
