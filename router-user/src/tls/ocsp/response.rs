@@ -41,6 +41,11 @@ pub enum CertStatus {
 pub fn parse(bytes: &[u8]) -> Result<BasicResponse<'_>, String> {
     let mut outer = Reader::new(bytes);
     let response = outer.expect(der::SEQUENCE, "OCSPResponse")?;
+    // DER is one definite-length structure: bytes after it are not part of an answer (the fuzz target's promise
+    // that no cut or padded answer passes for a whole one).
+    if !outer.is_empty() {
+        return Err("bytes after the OCSPResponse".to_string());
+    }
     let mut fields = response.contents();
     let status = fields.expect(der::ENUMERATED, "responseStatus")?.value;
     match status {
