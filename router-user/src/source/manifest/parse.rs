@@ -1,10 +1,11 @@
 //! Turns one manifest file's text into its objects (a per-file `Snapshot`) and its errors.
 //!
 //! Each document is read into a JSON value (syntax errors carry their line), dispatched on `apiVersion`+`kind`,
-//! and converted into the typed object, as the API server converts YAML to JSON before decoding. A plain
-//! block-style document (most of a big file) takes a faster way: the block reader writes its JSON text, which
-//! decodes straight into the type; anything else, and every failure, goes the value's way. When that conversion fails, its error names the path of the offending field, and
-//! walking the document text to that path gives the field's file line.
+//! and converted into the typed object, as the API server converts YAML to JSON before decoding. When that
+//! conversion fails, its error names the path of the offending field, and walking the document text to that
+//! path gives the field's file line. A plain block-style document (most of a big file) takes a faster way: the
+//! block reader writes its JSON text, which decodes straight into the type; anything else, and every failure,
+//! goes the value's way.
 
 use std::collections::BTreeMap;
 use std::path::Path;
