@@ -16,6 +16,9 @@ const OUTAGE: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after() {
+    // The kube source's log (watch failures and resumes, tables published) goes with a failure's output.
+    let filter = tracing_subscriber::EnvFilter::new("router::source=debug,router::publish=info,kube_runtime=debug");
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
     let Some(mut plane) = ControlPlane::start().await else { return };
     let client = plane.client().await;
     apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
@@ -52,7 +55,10 @@ async fn the_router_keeps_serving_while_the_apiserver_is_down_and_resyncs_after(
     let created = Instant::now();
     apply_json(&client, route("app", "after", "after.example.com", "/", "web", &[])).await;
     let addr = router.http_addr;
-    eventually("a route created after the restart to be served", Duration::from_secs(10), || async move {
+    // Typically 0.1 to 2.3 s (the 2 s cap of the retry wait); two CI runs of the whole suite saw more than 10 s,
+    // cause not yet known: the window is wide enough to tell "slow" (the figure below, and the kube source's log
+    // on failure) from "never".
+    eventually("a route created after the restart to be served", Duration::from_secs(30), || async move {
         (get(addr, "after.example.com", "/").await.status == 200).then_some(())
     })
     .await;
