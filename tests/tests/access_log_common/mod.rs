@@ -186,3 +186,16 @@ pub async fn nothing_for(socket: &UdpSocket, quiet: Duration) -> Option<String> 
         _ => None,
     }
 }
+
+/// Whether something listens on TCP 127.0.0.1:`port`, read from /proc/net/tcp (no connection made: a probe
+/// connection would be one more line in the log under test, and whether a proxy logs a connection closed
+/// before it accepted it depends on timing).
+pub fn listening_on_loopback(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let local = format!("0100007F:{port:04X}");
+    // Fields: sl, local_address, rem_address, st (0A is LISTEN), ...
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A")
+    })
+}
