@@ -18,6 +18,10 @@ pub struct Attachment {
 /// The route being attached.
 pub struct Attaching<'a> {
     pub kind: RouteKind,
+    pub key: &'a ObjectKey,
+    /// `metadata.generation`, reported as each parent's `observedGeneration`.
+    pub generation: Option<i64>,
+    pub parent_refs: &'a [ParentReference],
     pub namespace: &'a str,
     /// Labels of the route's namespace (for `Selector` listeners).
     pub namespace_labels: Option<&'a BTreeMap<String, String>>,

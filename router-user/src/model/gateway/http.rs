@@ -9,11 +9,12 @@
 use kube::ResourceExt;
 
 use super::super::gateway_api::{HTTPRoute, HTTPRouteFilter, HTTPRouteMatch, HTTPRouteRule, HeaderModifier};
-use super::super::gateway_api::{ParentOutcome, Problem, RouteKind, RouteOutcome};
-use super::attach::{attach, parent_gateway, Attaching};
+use super::super::gateway_api::{Problem, RouteKind};
+use super::attach::Attaching;
 use super::backends::{backends, Backends};
 use super::forward::Forward;
 use super::listeners::{Carrier, GatewayListeners};
+use super::parents::attach_to_parents;
 use super::translation::{Draft, Redirect, Translation};
 use crate::model::{ObjectKey, RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader, Snapshot};
 
@@ -43,69 +44,56 @@ pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot:
     let labels = snapshot.namespaces.get(&namespace).and_then(|ns| ns.metadata.labels.as_ref());
     let attaching = Attaching {
         kind: RouteKind::HTTPRoute,
+        key: &key,
+        generation: route.metadata.generation,
+        parent_refs: &route.spec.parent_refs,
         namespace: &namespace,
         namespace_labels: labels,
         hostnames: &route.spec.hostnames,
     };
-    let mut parents = Vec::new();
-    for parent in &route.spec.parent_refs {
-        let Some(gateway) = parent_gateway(&namespace, parent, gateways) else { continue };
-        let mut outcome = ParentOutcome::new(parent.clone(), Ok(()));
-        match attach(&attaching, parent, &mut gateways[gateway]) {
-            Err(problem) => outcome.attached = Err(problem),
-            Ok(attachments) => {
-                outcome.unresolved.clone_from(&unresolved);
-                outcome.unsupported.clone_from(&unsupported);
-                for attachment in attachments {
-                    for host in &attachment.hostnames {
-                        for (rule, plan) in plans.iter().enumerate() {
-                            let Some(plan) = plan else { continue };
-                            for (index, path) in &plan.paths {
-                                let name =
-                                    format!("{}-httproute-{rule}-{index}-{}", key.name, host.replace('*', "wildcard"));
-                                let piece_key = ObjectKey::new(&namespace, name);
-                                match (&plan.action, &attachment.listener.carrier) {
-                                    (Action::Forward(forward), carrier) => {
-                                        let draft = out.drafts.entry(piece_key.clone()).or_insert_with(|| {
-                                            Draft::http(route, &piece_key, host, path, forward, (rule, *index))
-                                        });
-                                        match carrier {
-                                            Carrier::Https { certificate, key } if draft.https.is_none() => {
-                                                draft.https = Some((certificate.clone(), key.clone()));
-                                            }
-                                            Carrier::Https { .. } => {}
-                                            _ => draft.http = true,
-                                        }
-                                        if !outcome.routes.contains(&piece_key) {
-                                            outcome.routes.push(piece_key);
-                                        }
+    attach_to_parents(&attaching, (&unresolved, &unsupported), gateways, out, |out, outcome, parent, attachments| {
+        for attachment in attachments {
+            for host in &attachment.hostnames {
+                for (rule, plan) in plans.iter().enumerate() {
+                    let Some(plan) = plan else { continue };
+                    for (index, path) in &plan.paths {
+                        let name = format!("{}-httproute-{rule}-{index}-{}", key.name, host.replace('*', "wildcard"));
+                        let piece_key = ObjectKey::new(&namespace, name);
+                        match (&plan.action, &attachment.listener.carrier) {
+                            (Action::Forward(forward), carrier) => {
+                                let draft = out.drafts.entry(piece_key.clone()).or_insert_with(|| {
+                                    Draft::http(route, &piece_key, host, path, forward, (rule, *index))
+                                });
+                                match carrier {
+                                    Carrier::Https { certificate, key } if draft.https.is_none() => {
+                                        draft.https = Some((certificate.clone(), key.clone()));
                                     }
-                                    (Action::RedirectToHttps, Carrier::Http) => out.redirects.push(Redirect {
-                                        route: (RouteKind::HTTPRoute, key.clone()),
-                                        parent: parents.len(),
-                                        host: host.clone(),
-                                        path: path.clone(),
-                                    }),
-                                    (Action::RedirectToHttps, _) => push_once(
-                                        &mut outcome.unsupported,
-                                        Problem::new(
-                                            "UnsupportedValue",
-                                            format!("rule {rule}: a redirect to https on an HTTPS listener"),
-                                        ),
-                                    ),
+                                    Carrier::Https { .. } => {}
+                                    _ => draft.http = true,
+                                }
+                                if !outcome.routes.contains(&piece_key) {
+                                    outcome.routes.push(piece_key);
                                 }
                             }
+                            (Action::RedirectToHttps, Carrier::Http) => out.redirects.push(Redirect {
+                                route: (RouteKind::HTTPRoute, key.clone()),
+                                parent,
+                                host: host.clone(),
+                                path: path.clone(),
+                            }),
+                            (Action::RedirectToHttps, _) => push_once(
+                                &mut outcome.unsupported,
+                                Problem::new(
+                                    "UnsupportedValue",
+                                    format!("rule {rule}: a redirect to https on an HTTPS listener"),
+                                ),
+                            ),
                         }
                     }
                 }
             }
         }
-        parents.push(outcome);
-    }
-    if !parents.is_empty() {
-        let outcome = RouteOutcome { generation: route.metadata.generation, parents };
-        out.report.routes.insert((RouteKind::HTTPRoute, key), outcome);
-    }
+    });
 }
 
 fn push_once(problems: &mut Vec<Problem>, problem: Problem) {

@@ -6,6 +6,7 @@
 //! - `forward`: what a served HTTPRoute rule does with a request.
 //! - `listeners`: which listeners are served (HTTP :80, HTTPS :443 terminating, TLS :443 passthrough).
 //! - `attach`: parentRefs to listeners, hostname intersection.
+//! - `parents`: a route's outcome per parent Gateway, the same for every route kind.
 //! - `backends`: backendRefs as `to` and `alternateBackends`.
 //! - `http`, `tls`: HTTPRoutes and TLSRoutes as routes.
 //! - `translation`: the routes being made, and how they are finished.
@@ -17,6 +18,7 @@ mod backends;
 mod forward;
 mod http;
 mod listeners;
+mod parents;
 mod tls;
 mod translation;
 

@@ -5,10 +5,11 @@
 use kube::ResourceExt;
 
 use super::super::gateway_api::TLSRoute;
-use super::super::gateway_api::{ParentOutcome, Problem, RouteKind, RouteOutcome};
-use super::attach::{attach, parent_gateway, Attaching};
+use super::super::gateway_api::{Problem, RouteKind};
+use super::attach::Attaching;
 use super::backends::backends;
 use super::listeners::GatewayListeners;
+use super::parents::attach_to_parents;
 use super::translation::{Draft, Translation};
 use crate::model::{ObjectKey, Snapshot};
 
@@ -31,36 +32,24 @@ pub fn translate(route: &TLSRoute, gateways: &mut [GatewayListeners], snapshot: 
     let labels = snapshot.namespaces.get(&namespace).and_then(|ns| ns.metadata.labels.as_ref());
     let attaching = Attaching {
         kind: RouteKind::TLSRoute,
+        key: &key,
+        generation: route.metadata.generation,
+        parent_refs: &route.spec.parent_refs,
         namespace: &namespace,
         namespace_labels: labels,
         hostnames: &route.spec.hostnames,
     };
-    let mut parents = Vec::new();
-    for parent in &route.spec.parent_refs {
-        let Some(gateway) = parent_gateway(&namespace, parent, gateways) else { continue };
-        let mut outcome = ParentOutcome::new(parent.clone(), Ok(()));
-        match attach(&attaching, parent, &mut gateways[gateway]) {
-            Err(problem) => outcome.attached = Err(problem),
-            Ok(attachments) => {
-                outcome.unresolved.clone_from(&unresolved);
-                outcome.unsupported.clone_from(&unsupported);
-                for host in attachments.iter().flat_map(|attachment| &attachment.hostnames) {
-                    let Some(chosen) = &chosen else { continue };
-                    let name = format!("{}-tlsroute-{}", key.name, host.replace('*', "wildcard"));
-                    let piece_key = ObjectKey::new(&namespace, name);
-                    out.drafts.entry(piece_key.clone()).or_insert_with(|| {
-                        Draft::passthrough(route, &piece_key, host, &chosen.to, &chosen.alternates, chosen.port.clone())
-                    });
-                    if !outcome.routes.contains(&piece_key) {
-                        outcome.routes.push(piece_key);
-                    }
-                }
+    attach_to_parents(&attaching, (&unresolved, &unsupported), gateways, out, |out, outcome, _, attachments| {
+        let Some(chosen) = &chosen else { return };
+        for host in attachments.iter().flat_map(|attachment| &attachment.hostnames) {
+            let name = format!("{}-tlsroute-{}", key.name, host.replace('*', "wildcard"));
+            let piece_key = ObjectKey::new(&namespace, name);
+            out.drafts.entry(piece_key.clone()).or_insert_with(|| {
+                Draft::passthrough(route, &piece_key, host, &chosen.to, &chosen.alternates, chosen.port.clone())
+            });
+            if !outcome.routes.contains(&piece_key) {
+                outcome.routes.push(piece_key);
             }
         }
-        parents.push(outcome);
-    }
-    if !parents.is_empty() {
-        let outcome = RouteOutcome { generation: route.metadata.generation, parents };
-        out.report.routes.insert((RouteKind::TLSRoute, key), outcome);
-    }
+    });
 }
