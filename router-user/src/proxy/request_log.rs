@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::client_io::{HeadTiming, UnfinishedHead};
 use super::forwarded::ConnectionInfo;
 use super::sticky::cookie_value;
-use super::wire_size::headers_size;
+use super::wire_size::{headers_size, response_head_size};
 use crate::access_log::{
     AccessLog, Counts, LineKind, LogRecord, RequestLine, Termination, FE_SNI, NOT_REACHED, PUBLIC,
 };
@@ -146,7 +146,7 @@ impl RequestLog {
                 };
             }
         }
-        record.bytes_read = response_head_size(response);
+        record.bytes_read = client_response_head_size(response);
         // As HAProxy: response captures are of a server's response, empty for the router's own answers.
         let headers = served.map(|_| response.headers());
         self.log.capture_response(headers, record);
@@ -211,13 +211,11 @@ fn head_size<B>(request: &Request<B>, uri_len: usize) -> u64 {
     (line + headers_size(request.headers()) + 2) as u64 + body
 }
 
-/// Bytes of the response head as HTTP/1.1 writes it: status line, headers, and the `date` header hyper adds.
-fn response_head_size<B>(response: &Response<B>) -> u64 {
-    let status = response.status();
-    let reason = status.canonical_reason().unwrap_or("");
-    let line = 9 + 3 + 1 + reason.len() + 2;
+/// Bytes of the response head as HTTP/1.1 writes it to the client: the head as sized for the pod's side, and the
+/// `date` header hyper adds when the response has none.
+fn client_response_head_size<B>(response: &Response<B>) -> u64 {
     let date = if response.headers().contains_key(http::header::DATE) { 0 } else { 37 };
-    (line + headers_size(response.headers()) + date + 2) as u64
+    response_head_size(response) + date
 }
 
 /// How a connection waiting for a request head ended.
