@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 
 use super::client_io::BodyWait;
+use super::request_body::{BoxError, RequestBody};
 use crate::metrics::ProxyCounters;
 
 /// Whether the client's body failed; shared by the body and whoever judges the exchange.
@@ -32,7 +33,7 @@ impl ClientFault {
 
 #[derive(Debug)]
 pub struct ClientBody {
-    inner: Incoming,
+    inner: RequestBody,
     fault: ClientFault,
     /// The connection's client timeout, when the connection has one.
     wait: Option<BodyWait>,
@@ -43,7 +44,7 @@ pub struct ClientBody {
 impl ClientBody {
     /// Watches `inner`; the returned handle tells whether it failed. `wait` reports when the body waits for
     /// the client.
-    pub fn watch(inner: Incoming, wait: Option<BodyWait>) -> (ClientBody, ClientFault) {
+    pub fn watch(inner: RequestBody, wait: Option<BodyWait>) -> (ClientBody, ClientFault) {
         let fault = ClientFault::default();
         (ClientBody { inner, fault: fault.clone(), wait, counters: None }, fault)
     }
@@ -56,9 +57,9 @@ impl ClientBody {
 
 impl Body for ClientBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         match (&polled, &self.counters) {
             (Poll::Ready(Some(Err(_))), _) => self.fault.record(),

@@ -1,12 +1,13 @@
 //! Serving HTTP on one client connection, whatever carries it (TCP, TLS, bytes replayed after a PROXY
-//! header): HTTP/1.1 with keep-alive and upgrades, or HTTP/2 when ALPN chose `h2`; client timers from
+//! header): HTTP/1.1 with keep-alive and upgrades by the router's own loop (`h1`), or HTTP/2 by hyper's server
+//! when ALPN chose `h2`; client timers from
 //! `ClientIo`, off while a request is served (until its response body is finished); on shutdown the requests
 //! in flight finish, their bodies included, and the connection closes.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::{http1, http2};
+use hyper::server::conn::http2;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -15,16 +16,13 @@ use tracing::debug;
 
 use super::client_io::{BodyWaitClock, ClientIo, ClientTimers, ConnectionClock, InFlightBody};
 use super::coalesced_writes::CoalescedWrites;
+use super::h1::{serve_http1, Http1End, Http1Settings};
 use super::handler::{ClientConnection, HttpProxy};
-use super::header_case::{CaseAdjustedWrites, RequestMethods};
+use super::request_body::RequestBody;
 use super::request_log::{log_unfinished_head, HeadEnd};
 use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
 use crate::listen::{stop_requested, ClientTimeouts, CountedIo};
 use crate::protection::RefusedConnection;
-
-/// The most an HTTP/1.1 client connection buffers (read and write side each); at least the request head
-/// limit, which hyper's read buffer must hold.
-const CONNECTION_BUFFER: usize = 64 << 10;
 
 /// While draining a connection, how often to look whether it is idle.
 const DRAIN_POLL: Duration = Duration::from_millis(100);
@@ -70,15 +68,10 @@ pub async fn serve_client<I>(
     let head_limit = proxy.request_head_limit();
     // ROUTER_H1_CASE_ADJUST: response heads to HTTP/1 clients get the listed names' case on the way out.
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
-    let methods = case_map.as_ref().map(|_| Arc::new(RequestMethods::default()));
-    let service_methods = methods.clone();
     let drain_proxy = proxy.clone();
     let draining = shutdown.clone();
-    let serve_request = move |mut request: http::Request<hyper::body::Incoming>| {
+    let serve_request = move |mut request: http::Request<RequestBody>| {
         let (proxy, state, clock, draining) = (proxy.clone(), state.clone(), clock.clone(), draining.clone());
-        if let Some(methods) = &service_methods {
-            methods.push(request.method() == http::Method::HEAD);
-        }
         // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
         // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out.
         if version == HttpVersion::Http1 {
@@ -99,39 +92,25 @@ pub async fn serve_client<I>(
             Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
         }
     };
-    let result = match version {
+    let end = match version {
         HttpVersion::Http1 => {
-            let io = CaseAdjustedWrites::new(io, case_map, methods.unwrap_or_default());
-            // ClientIo times the request head (ROUTER_SLOWLORIS_TIMEOUT): no second timer from hyper.
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(None)
-                .max_header_size(head_limit)
-                // What one connection may hold in its buffers: a response body a client does not read waits in
-                // the kernel and holds the pod back, instead of queueing in the router (hyper's default is about
-                // 400 KB, which 4,000 stalled clients turned into 1.3 GB).
-                .max_buf_size(CONNECTION_BUFFER.max(head_limit))
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(ClientIo::new(io, io_clock, timers)), service_fn(serve_request))
-                .with_upgrades();
-            tokio::pin!(connection);
-            tokio::select! {
-                result = connection.as_mut() => result,
-                _ = stop_requested(&mut shutdown) => {
-                    // After a hand-over the clients' traffic goes on: a busy connection closes with its next
-                    // response, and only one idle for a while is closed by the router.
-                    let finished = match drain_proxy.closes_on_next_response() {
-                        true => finished_or_idle(connection.as_mut(), &drain_clock, HANDOVER_IDLE_CLOSE).await,
-                        false => None,
-                    };
-                    match finished {
-                        Some(result) => result,
-                        None => {
-                            // Finish the request in flight, then close instead of waiting for the next one.
-                            connection.as_mut().graceful_shutdown();
-                            connection.await
-                        }
-                    }
+            // ClientIo times the request head (ROUTER_SLOWLORIS_TIMEOUT) and the client's reads and writes.
+            let io = ClientIo::new(io, io_clock, timers);
+            let settings = Http1Settings {
+                head_limit,
+                case: case_map,
+                draining_idle: Box::new(move || drain_proxy.closes_on_next_response().then_some(HANDOVER_IDLE_CLOSE)),
+            };
+            match serve_http1(io, serve_request, settings, shutdown).await {
+                Http1End::Closed => HeadEnd::Closed,
+                Http1End::Malformed(error) => {
+                    debug!(%error, "request head refused");
+                    HeadEnd::Malformed
+                }
+                Http1End::Failed(error) if error.kind() == std::io::ErrorKind::TimedOut => HeadEnd::TimedOut,
+                Http1End::Failed(error) => {
+                    debug!(%error, "connection ended with an error");
+                    HeadEnd::Closed
                 }
             }
         }
@@ -140,13 +119,15 @@ pub async fn serve_client<I>(
             let io = TokioIo::new(io);
             // hyper spawns each stream as a task holding the request's future: boxed, the spawn moves a pointer
             // instead of the whole handler state (memmove was the top of the h2-over-edge profile).
-            let service = service_fn(move |request| Box::pin(serve_request(request)));
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                Box::pin(serve_request(request.map(RequestBody::Hyper)))
+            });
             let connection = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())
                 .max_header_list_size(u32::try_from(head_limit).unwrap_or(u32::MAX))
                 .serve_connection(io, service);
             tokio::pin!(connection);
-            tokio::select! {
+            let result = tokio::select! {
                 result = connection.as_mut() => result,
                 _ = stop_requested(&mut shutdown) => {
                     // GOAWAY: streams in flight finish, bodies included, no new ones. A client may keep an idle
@@ -157,13 +138,17 @@ pub async fn serve_client<I>(
                     let idle_wait = if drain_proxy.closes_on_next_response() { HANDOVER_IDLE_CLOSE } else { Duration::ZERO };
                     finished_or_idle(connection.as_mut(), &drain_clock, idle_wait).await.unwrap_or(Ok(()))
                 }
+            };
+            if let Err(error) = &result {
+                debug!(error = ?error, "connection ended with an error");
             }
+            head_end(&result)
         }
     };
     // A head the connection was waiting for: HAProxy's `<BADREQ>` line, and a 4xx on the frontend (except for
     // a connection that sent nothing under http-ignore-probes; an HTTP/2 connection without a stream is not one).
     if let Some(head) = log_clock.unfinished_head() {
-        let end = if head.timed_out { HeadEnd::TimedOut } else { head_end(&result) };
+        let end = if head.timed_out { HeadEnd::TimedOut } else { end };
         if version == HttpVersion::Http1 && (head.received || !access_log.ignores_probes()) {
             frontend_counters.count_response(end.status());
         }
@@ -171,9 +156,6 @@ pub async fn serve_client<I>(
             let (info, accepted_at) = (&log_state.info, log_state.accepted_at);
             log_unfinished_head(&access_log, info, accepted_at, head, end);
         }
-    }
-    if let Err(error) = result {
-        debug!(error = ?error, "connection ended with an error");
     }
 }
 

@@ -20,8 +20,7 @@ use tokio_util::task::TaskTracker;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::Either;
-use hyper::body::{Body, Incoming};
-use hyper::upgrade::OnUpgrade;
+use hyper::body::Body;
 use tracing::debug;
 
 use super::client_body::ClientBody;
@@ -33,13 +32,14 @@ use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::{PodConnection, PodUpgrade};
+use super::request_body::RequestBody;
 use super::request_host::request_host;
 use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
 use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
-use super::upgrade::{tunnel_upgraded, PodSide};
+use super::upgrade::{tunnel_upgraded, ClientSide, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
 use super::wire_size::response_head_size;
 use crate::access_log::AccessLog;
@@ -172,7 +172,7 @@ impl HttpProxy {
     pub async fn handle(
         &self,
         connection: &ClientConnection,
-        mut request: Request<Incoming>,
+        mut request: Request<RequestBody>,
         timing: HeadTiming,
     ) -> Result<Response<LoggedBody<ProxyBody>>, RefusedConnection> {
         let started = Instant::now();
@@ -237,7 +237,7 @@ impl HttpProxy {
     async fn route_and_forward(
         &self,
         connection: &ClientConnection,
-        mut request: Request<Incoming>,
+        mut request: Request<RequestBody>,
     ) -> Result<(Option<Arc<Backend>>, Response<ProxyBody>), RefusedConnection> {
         let unrouted = |response| Ok((None, response));
         if has_empty_content_length(&request) {
@@ -321,11 +321,11 @@ impl HttpProxy {
         &self,
         backend: &Arc<Backend>,
         connection: &ClientConnection,
-        mut request: Request<Incoming>,
+        mut request: Request<RequestBody>,
         gzip: bool,
     ) -> Response<ProxyBody> {
         let client = connection.info.client.ip();
-        let client_upgrade: Option<OnUpgrade> = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
+        let client_upgrade = is_upgrade(request.headers()).then(|| ClientSide::of(&mut request));
         let cookie = backend.policy.cookie.as_ref();
         let client_cookie = cookie.and_then(|c| cookie_value(request.headers(), &c.name));
         let sticky = client_cookie.as_deref().and_then(|value| backend.by_cookie(value));
@@ -414,7 +414,7 @@ impl HttpProxy {
         mut response: Response<PodResponseBody>,
         lease: EndpointLease,
         client_cookie: Option<String>,
-        client_upgrade: Option<OnUpgrade>,
+        client_upgrade: Option<ClientSide>,
         gzip: bool,
     ) -> Response<ProxyBody> {
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
@@ -454,7 +454,7 @@ impl HttpProxy {
     }
 
     /// The request side of ROUTER_ENABLE_COMPRESSION (see `compression`).
-    fn client_takes_gzip(&self, request: &Request<Incoming>) -> bool {
+    fn client_takes_gzip(&self, request: &Request<RequestBody>) -> bool {
         let compression = self.options.compression.as_deref();
         compression.is_some_and(|c| c.client_accepts(request.method(), request.version(), request.headers()))
     }
@@ -480,7 +480,7 @@ impl HttpProxy {
 }
 
 /// The client asked for trailers (`TE: trailers`), as gRPC clients do.
-fn wants_trailers(request: &Request<Incoming>) -> bool {
+fn wants_trailers(request: &Request<RequestBody>) -> bool {
     request
         .headers()
         .get_all(header::TE)
@@ -489,6 +489,6 @@ fn wants_trailers(request: &Request<Incoming>) -> bool {
 }
 
 /// HAProxy (and so the OpenShift router) refuses `Content-Length:` with an empty value.
-fn has_empty_content_length(request: &Request<Incoming>) -> bool {
+fn has_empty_content_length(request: &Request<RequestBody>) -> bool {
     request.headers().get_all(header::CONTENT_LENGTH).iter().any(|v| v.as_bytes().iter().all(u8::is_ascii_whitespace))
 }

@@ -9,6 +9,7 @@ mod client_body;
 mod client_io;
 mod coalesced_writes;
 mod connection;
+mod h1;
 mod handler;
 mod header_case;
 mod listener;
@@ -29,6 +30,7 @@ mod sticky;
 // The pod side: the endpoints a request tries, the one it holds, and the way to a pod (own HTTP/1.1
 // client, h2c and reencrypt through hyper).
 mod lease;
+mod request_body;
 // pub(crate) for `crate::fuzzing`, which reads pod responses with its parsers.
 pub(crate) mod pod;
 mod request_trial;
@@ -41,5 +43,6 @@ pub use forwarded::{forwarded_element, ConnectionInfo};
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
 pub use header_case::{HeaderCaseMap, InvalidHeaderName};
 pub use listener::serve_http;
+pub use request_body::BoxError;
 pub use response::{ErrorFile, ProxyBody};
 pub use upstream::{Upstream, Via};

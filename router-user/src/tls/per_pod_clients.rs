@@ -17,7 +17,7 @@ use hyper_util::client::legacy::{Builder, Client};
 
 /// A request body on its way to a pod over hyper's client: the client's stream (as the proxy watches it), or
 /// nothing.
-pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, hyper::Error>, Empty<Bytes>>;
+pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, crate::proxy::BoxError>, Empty<Bytes>>;
 
 /// Past this many pods, the map starts over (their idle connections close with their clients).
 const MAX_PODS: usize = 4096;

@@ -1,5 +1,7 @@
-//! The chunked transfer coding (RFC 9112 section 7.1): decoding a pod's response body as it arrives, and
-//! encoding a request body the router has to frame itself.
+//! The chunked transfer coding (RFC 9112 section 7.1): decoding a pod's response body or a client's request
+//! body as it arrives, and encoding a body the router has to frame itself. Client request bodies are decoded
+//! strictly (every line ends in CRLF, nothing but spaces between the size and its extensions, no bare CR or
+//! LF in an extension): a request the router reads one way must not be read another way by a pod.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -41,9 +43,15 @@ enum State {
 #[derive(Debug, Default)]
 pub struct ChunkedDecoder {
     state: State,
+    strict: bool,
 }
 
 impl ChunkedDecoder {
+    /// The decoder of client request bodies (see the module comment).
+    pub fn strict() -> ChunkedDecoder {
+        ChunkedDecoder { state: State::Size, strict: true }
+    }
+
     /// Consumes what it can from the front of `buf`.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Decoded, ChunkError> {
         loop {
@@ -52,7 +60,7 @@ impl ChunkedDecoder {
                     let Some(end) = buf.iter().position(|&b| b == b'\n') else {
                         return if buf.len() > MAX_LINE { Err(ChunkError::BadSize) } else { Ok(Decoded::NeedMore) };
                     };
-                    let size = chunk_size(&buf[..end])?;
+                    let size = if self.strict { strict_chunk_size(&buf[..end])? } else { chunk_size(&buf[..end])? };
                     buf.advance(end + 1);
                     self.state = if size == 0 { State::Trailers } else { State::Data(size) };
                 }
@@ -67,11 +75,15 @@ impl ChunkedDecoder {
                 }
                 State::DataEnd => match line_end(buf) {
                     None => return Ok(Decoded::NeedMore),
-                    Some(0) => self.state = State::Size,
+                    Some(2) if self.strict => return Err(ChunkError::MissingCrlf),
+                    Some(0 | 2) => self.state = State::Size,
                     Some(_) => return Err(ChunkError::MissingCrlf),
                 },
                 State::Trailers => {
-                    if let Some(0) = line_end(buf) {
+                    if self.strict && buf.first() == Some(&b'\n') {
+                        return Err(ChunkError::BadTrailers);
+                    }
+                    if let Some(0 | 2) = line_end(buf) {
                         self.state = State::Done;
                         return Ok(Decoded::End);
                     }
@@ -116,14 +128,31 @@ fn chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
     })
 }
 
-/// At a line end (`\r\n` or `\n`): consumes it and returns `Some(0)`; `Some(1)` when something else is there;
-/// `None` when more bytes are needed.
+/// The size of a strict chunk-size line (without its `\n`): hex digits, optional spaces or tabs, then any
+/// `;extension`, then the CR.
+fn strict_chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
+    let line = line.strip_suffix(b"\r").ok_or(ChunkError::BadSize)?;
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let (size, rest) = line.split_at(digits);
+    let rest = rest.trim_ascii_start();
+    let spaces_only = line[digits..line.len() - rest.len()].iter().all(|&b| b == b' ' || b == b'\t');
+    if size.is_empty() || size.len() > 15 || !spaces_only || !(rest.is_empty() || rest[0] == b';') {
+        return Err(ChunkError::BadSize);
+    }
+    if rest.contains(&b'\r') {
+        return Err(ChunkError::BadSize);
+    }
+    Ok(size.iter().fold(0u64, |n, &b| n * 16 + u64::from((b as char).to_digit(16).unwrap_or(0))))
+}
+
+/// At a line end (`\r\n` or `\n`): consumes it and returns `Some(0)` (`Some(2)` for a bare `\n`); `Some(1)`
+/// when something else is there; `None` when more bytes are needed.
 fn line_end(buf: &mut BytesMut) -> Option<u8> {
     match buf.first() {
         None => None,
         Some(b'\n') => {
             buf.advance(1);
-            Some(0)
+            Some(2)
         }
         Some(b'\r') => match buf.get(1) {
             None => None,

@@ -28,7 +28,7 @@ pub enum ExchangeError {
     #[error(transparent)]
     Head(#[from] HeadError),
     #[error("reading the client's request body: {0}")]
-    ClientBody(#[source] hyper::Error),
+    ClientBody(#[source] crate::proxy::request_body::BoxError),
 }
 
 #[derive(Debug)]
