@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::reflector::Store;
@@ -31,6 +31,8 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     /// `kubernetes.io/tls` Secrets only.
     pub secrets: Store<Secret>,
+    /// Every ConfigMap: routes name their client certificate CA bundles by ConfigMap.
+    pub config_maps: Store<ConfigMap>,
     pub ingresses: Store<Ingress>,
     /// Only with `ROUTER_GATEWAY_CLASS`.
     pub gateway: Option<GatewayStores>,
@@ -62,6 +64,7 @@ impl Stores {
         }
         let _ = self.namespaces.wait_until_ready().await;
         let _ = self.secrets.wait_until_ready().await;
+        let _ = self.config_maps.wait_until_ready().await;
         let _ = self.ingresses.wait_until_ready().await;
         if let Some(gateway) = &self.gateway {
             let _ = gateway.gateways.wait_until_ready().await;
@@ -90,6 +93,7 @@ impl Stores {
             endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
+            config_maps: keyed(&self.config_maps),
             ingresses: keyed(&self.ingresses),
             unreadable_secrets: BTreeSet::new(),
             ..Snapshot::default()
