@@ -69,7 +69,8 @@ use self::decoded::Decoded;
 use self::reflect::{reflect, Watched};
 use self::sieve::Usability;
 use self::stores::{
-    gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores, SliceStore, Stores,
+    config_map_relevance, gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores,
+    SliceStore, Stores,
 };
 use crate::metrics::Metrics;
 use crate::model::{unusable_address_type, Route};
@@ -202,7 +203,8 @@ async fn run(
     let namespaces = reflectors.watch::<Namespace>(all("namespaces"));
     let tls_only = watcher::Config::default().fields("type=kubernetes.io/tls");
     let secrets = reflectors.watch::<Secret>(Watched { config: tls_only, ..all("secrets") });
-    let config_maps = reflectors.watch::<ConfigMap>(all("configmaps"));
+    let config_maps =
+        reflectors.watch::<ConfigMap>(Watched { relevance: Some(config_map_relevance), ..all("configmaps") });
     let ingresses = reflectors.watch::<Ingress>(all("ingresses"));
     let gateway = (!options.gateway_class.is_empty()).then(|| GatewayStores {
         class: options.gateway_class.clone(),
