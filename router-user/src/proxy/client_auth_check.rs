@@ -32,6 +32,8 @@ pub enum Verdict {
 
 impl HandshakeCheck {
     pub fn new(check: Option<Arc<RouteClientAuth>>, peer: Option<&[CertificateDer<'static>]>) -> HandshakeCheck {
+        // Kept only where a route's check will read them.
+        let peer = peer.filter(|_| check.is_some());
         let headers = if check.is_some() { client_cert_headers(peer) } else { Vec::new() };
         HandshakeCheck { check, peer: peer.map(<[_]>::to_vec), headers }
     }
