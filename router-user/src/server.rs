@@ -106,15 +106,18 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     let mut tls = TlsSetup::from_args(&settings.tls)?;
     let mut defaults = settings.routing.defaults(settings.server_timeout)?;
     defaults.tcp_balance = settings.tcp_balance()?;
+    let mut tls_build = TlsBuild::new(
+        Some(tls.default_certificate.clone()),
+        tls.default_destination_ca.clone(),
+        settings.connect_timeout,
+    );
+    // ROUTER_MUTUAL_TLS_AUTH set: the routes' own client certificate annotations are not used.
+    tls_build.global_client_auth = tls.client_cert_headers;
     let build_options = BuildOptions {
         allow_loopback_endpoints: settings.allow_loopback_endpoints,
         admission: settings.routing.admission()?,
         defaults,
-        tls: TlsBuild::new(
-            Some(tls.default_certificate.clone()),
-            tls.default_destination_ca.clone(),
-            settings.connect_timeout,
-        ),
+        tls: tls_build,
     };
     let mut proxy_options = settings.routing.proxy_options(settings.connect_timeout)?;
     proxy_options.request_head_limit = settings.limits.request_head_limit()?;

@@ -12,7 +12,7 @@ use http::{HeaderMap, HeaderValue, Uri};
 use super::lines::{key_values, text};
 use crate::model::{ObjectKey, Route, RouteSpec, RouteTargetReference, TlsConfig};
 use crate::policy::header_actions::{self, from_env};
-use crate::policy::{request_target, Direction, PathRewrite, RoutePolicy, RouterDefaults};
+use crate::policy::{client_tls_request, request_target, Direction, PathRewrite, RoutePolicy, RouterDefaults};
 use crate::protection::RateLimiter;
 
 /// Client addresses every allowlist and rate limit is asked about.
@@ -46,6 +46,8 @@ pub fn annotations(data: &[u8]) {
     route.metadata.namespace = Some("shop".into());
     route.metadata.annotations = Some(annotations);
     let (policy, _warnings) = RoutePolicy::build(&ObjectKey::new("shop", "web"), &route, 1, &defaults);
+    // The client certificate annotations (`router.openshift.io/client-tls-*`), read as the table build reads them.
+    let _ = client_tls_request(&route);
     use_policy(&policy, request);
 }
 

@@ -4,9 +4,12 @@
 //! ROUTER_STRICT_SNI a name without a route certificate that the default one does not carry is refused in the
 //! handshake; with ROUTER_MUTUAL_TLS_AUTH_FILTER a client whose certificate subject does not match gets 403 for
 //! every request. A resumed session whose client certificate no longer verifies (revoked since) is closed.
+//! An SNI whose route checks client certificates itself (`router.openshift.io/client-tls-ca`) gets that
+//! route's verifier in the handshake; the check made goes with the connection, for its requests to compare.
 
 use std::net::SocketAddr;
 
+use rustls::HandshakeKind;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -17,7 +20,7 @@ use super::inspect::Inspected;
 use super::HttpsContext;
 use crate::listen::{CountedIo, Prefixed};
 use crate::metrics::{tls_failure_reason, Frontend, TlsFailureLabels, TlsHandshakeFailureLabels, TlsHandshakeLabels};
-use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HttpVersion};
+use crate::proxy::{serve_client, ClientConnection, ConnectionInfo, HandshakeCheck, HttpVersion};
 use crate::tls::{client_cert_headers, client_subject};
 
 pub async fn serve(
@@ -29,15 +32,20 @@ pub async fn serve(
 ) {
     let fail = |reason: &'static str| context.metrics.tls_failures.get_or_create(&TlsFailureLabels { reason }).inc();
     let Ok(local) = stream.local_addr() else { return };
-    let Some(certs) = context.table.load().certs.clone() else {
+    let (certs, route_check) = {
+        let table = context.table.load();
+        (table.certs.clone(), table.client_auth.find(hello.server_name.as_deref()).cloned())
+    };
+    let Some(certs) = certs else {
         fail("no_certificate");
         return;
     };
     let choice = certs.find(hello.server_name.as_deref());
     let strict_refusal = !choice.own && !context.configs.serves_default_for(hello.server_name.as_deref());
-    let config = match strict_refusal {
-        true => context.configs.refusing(),
-        false => context.configs.for_connection(choice.key, choice.offer_h2),
+    let config = match (strict_refusal, &route_check) {
+        (true, _) => context.configs.refusing(),
+        (false, Some(check)) => context.configs.for_client_auth(choice.key, choice.offer_h2, check.verifier()),
+        (false, None) => context.configs.for_connection(choice.key, choice.offer_h2),
     };
     // rustls reads the ClientHello again from the bytes the inspection kept; the raw TLS bytes are
     // `public_ssl`'s (the decrypted ones count toward `fe_sni` / `fe_no_sni` in `serve_client`).
@@ -71,6 +79,12 @@ pub async fn serve(
         fail("client_certificate_revoked");
         return;
     }
+    let resumed = session.handshake_kind() == Some(HandshakeKind::Resumed);
+    if route_check.as_ref().is_some_and(|check| resumed && !check.still_verifies(session.peer_certificates())) {
+        debug!("resumed session whose client certificate the route's current check refuses");
+        fail("client_certificate_refused");
+        return;
+    }
     if let Some(filter) = context.configs.client_subject_filter() {
         let subject = client_subject(session.peer_certificates());
         if !subject.as_deref().is_some_and(|subject| filter.is_match(subject)) {
@@ -84,5 +98,6 @@ pub async fn serve(
     if context.client_cert_headers {
         state.tls_headers = client_cert_headers(session.peer_certificates());
     }
+    state.handshake_check = HandshakeCheck::new(route_check, session.peer_certificates());
     serve_client(tls, state, context.proxy.clone(), context.timeouts, shutdown, version).await
 }

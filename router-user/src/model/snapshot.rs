@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
@@ -30,6 +30,8 @@ pub struct Snapshot {
     /// Cluster-scoped: keyed by name.
     pub namespaces: Objects<String, Namespace>,
     pub secrets: Objects<ObjectKey, Secret>,
+    /// ConfigMaps: the CA bundles routes name for client certificates (`router.openshift.io/client-tls-ca`).
+    pub config_maps: Objects<ObjectKey, ConfigMap>,
     /// `networking.k8s.io/v1` Ingresses, as read; their routes are in `routes` once the source has run
     /// `add_ingress_routes`.
     pub ingresses: Objects<ObjectKey, Ingress>,

@@ -4,6 +4,7 @@
 
 mod allowlist;
 mod balance;
+mod client_tls;
 mod cookie;
 mod forwarded;
 pub mod header_actions;
@@ -15,6 +16,9 @@ use std::time::Duration;
 
 pub use allowlist::{Cidr, IpAllowlist};
 pub use balance::BalanceAlgorithm;
+pub use client_tls::{
+    client_tls_request, ClientTlsRequest, CLIENT_TLS_CA, CLIENT_TLS_SUBJECT_FILTER, CLIENT_TLS_VERIFY, DEFAULT_CA_KEY,
+};
 pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, SameSite};
 pub use forwarded::ForwardedPolicy;
 pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};

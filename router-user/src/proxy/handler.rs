@@ -2,13 +2,15 @@
 //! 1. check: refuse what must not be forwarded (empty Content-Length, a Host header disagreeing with an
 //!    absolute-form target) with 400;
 //! 2. route: normalised host (see `request_host`) + path (no query) -> backend in the live table, else 503;
-//! 3. protect: the route's IP allowlist and per-client rate limits (`protection::RouteGate`); a refused
+//! 3. client certificates: a route with its own check takes the request only from a connection whose
+//!    handshake made it (`client_auth_check`), else 421 (403 for a subject its filter refuses);
+//! 4. protect: the route's IP allowlist and per-client rate limits (`protection::RouteGate`); a refused
 //!    client's connection is closed without an answer, as HAProxy's `tcp-request content reject` does;
-//! 4. rewrite: headers (see `rewrite`), sticky cookie hidden from the pod, `rewrite-target`;
-//! 5. forward: the sticky endpoint or the balancer's pick, retrying another endpoint after a failed connect
+//! 5. rewrite: headers (see `rewrite`), sticky cookie hidden from the pod, `rewrite-target`;
+//! 6. forward: the sticky endpoint or the balancer's pick, retrying another endpoint after a failed connect
 //!    when the request has no body (`balance::Attempts`); all failed -> 503, no answer in time -> 504, broken
 //!    exchange -> 502, but a broken client body (malformed chunked framing) -> 400 and the connection closed;
-//! 6. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
+//! 7. respond: hop-by-hop headers dropped, sticky cookie inserted, response header actions, upgrades
 //!    handed to the tunnel, counted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +25,7 @@ use http_body_util::Either;
 use hyper::body::Body;
 use tracing::debug;
 
+use super::client_auth_check::{HandshakeCheck, Verdict};
 use super::client_body::ClientBody;
 use super::client_io::BodyWaitClock;
 use super::client_io::HeadTiming;
@@ -36,7 +39,9 @@ use super::request_body::RequestBody;
 use super::request_host::request_host;
 use super::request_log::{LoggedBody, RequestLog, ServedBy};
 use super::request_trial::RequestTrial;
-use super::response::{bad_request, gateway_error, redirect_to_https, unavailable, ErrorFile, ProxyBody};
+use super::response::{
+    bad_request, forbidden, gateway_error, misdirected, redirect_to_https, unavailable, ErrorFile, ProxyBody,
+};
 use super::rewrite::{rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, ClientSide, PodSide};
@@ -115,6 +120,8 @@ pub struct ClientConnection {
     pub info: ConnectionInfo,
     /// Headers the router vouches for on every request of a TLS connection (X-SSL-Client-*).
     pub tls_headers: Vec<(HeaderName, HeaderValue)>,
+    /// The client certificate check its handshake made for the SNI's route (terminated :443 only).
+    pub handshake_check: HandshakeCheck,
     /// When the connection was taken (the access log's `%t`).
     pub accepted_at: SystemTime,
     /// The OpenShift frontend its requests are counted on: `public` for plain HTTP, `fe_sni` (or `fe_no_sni`
@@ -129,6 +136,7 @@ impl ClientConnection {
         Self {
             info,
             tls_headers: Vec::new(),
+            handshake_check: HandshakeCheck::default(),
             accepted_at: SystemTime::now(),
             frontend,
             tickets: ConnectionTickets::default(),
@@ -262,6 +270,19 @@ impl HttpProxy {
             // A TLS route without an insecure policy is not in OpenShift's HTTP map: its default backend answers.
             return unrouted(self.no_route());
         }
+        if connection.is_tls() {
+            match connection.handshake_check.judge(backend.client_auth.as_deref()) {
+                Verdict::Pass => {}
+                Verdict::Misdirected => {
+                    debug!(%host, "route checks client certificates this connection's handshake did not: 421");
+                    return unrouted(misdirected());
+                }
+                Verdict::Forbidden => {
+                    debug!(%host, "client certificate subject refused by the route's filter");
+                    return unrouted(forbidden());
+                }
+            }
+        }
         self.protect(&backend, connection)?;
         let response = match backend.action {
             HttpAction::RedirectToHttps if !connection.is_tls() => {
@@ -281,6 +302,11 @@ impl HttpProxy {
                 rewrite_headers(headers, upgrade, &connection.info, &lowered, &backend.policy);
                 for (name, value) in &connection.tls_headers {
                     headers.insert(name.clone(), value.clone());
+                }
+                if backend.client_auth.is_some() {
+                    for (name, value) in connection.handshake_check.headers() {
+                        headers.insert(name.clone(), value.clone());
+                    }
                 }
                 if h2 {
                     headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static("h2"));

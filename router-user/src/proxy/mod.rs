@@ -5,6 +5,7 @@
 
 // The client side: a connection's HTTP (1.1 or 2), its timers (and the 408 of the head timer), each request's phases, its body on the way
 // to a pod, and the case of header names written on HTTP/1 (ROUTER_H1_CASE_ADJUST).
+mod client_auth_check;
 mod client_body;
 mod client_io;
 mod coalesced_writes;
@@ -37,6 +38,7 @@ mod request_trial;
 mod upstream;
 mod wire_size;
 
+pub use client_auth_check::HandshakeCheck;
 pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};
 pub use forwarded::{forwarded_element, ConnectionInfo};

@@ -83,6 +83,20 @@ pub fn bad_request() -> Response<ProxyBody> {
     response
 }
 
+/// 421 for a request whose host checks client certificates that its connection's handshake did not (RFC 9113
+/// 9.1.2): the client retries on a connection of its own for that host.
+pub fn misdirected() -> Response<ProxyBody> {
+    page(StatusCode::MISDIRECTED_REQUEST, "<html><body><h1>421 Misdirected Request</h1></body></html>\n")
+}
+
+/// 403 for a client certificate whose subject the route's filter does not take.
+pub fn forbidden() -> Response<ProxyBody> {
+    page(
+        StatusCode::FORBIDDEN,
+        "<html><body><h1>403 Forbidden</h1>\nThe client certificate is not allowed here.\n</body></html>\n",
+    )
+}
+
 /// 302 to the same host (port dropped) and URL on https, for `insecureEdgeTerminationPolicy: Redirect`.
 pub fn redirect_to_https(host: &str, path_and_query: &str) -> Response<ProxyBody> {
     let location = format!("https://{host}{path_and_query}");

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::changes::Changes;
+use super::client_auth_hosts::ClientAuthHosts;
+use super::client_tls::CLIENT_TLS_VALIDATION_FAILED;
 use super::endpoints::EndpointIndex;
 use super::tls_material::{RouteTls, TlsBuild};
 use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
-use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted};
+use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted, Rejection};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
@@ -58,12 +60,26 @@ pub fn build_from(
     let (mut http, mut https, mut passthrough) = (HostRules::default(), HostRules::default(), HostRules::default());
     let mut certs = options.tls.default_certificate.clone().map(CertStoreBuilder::new);
     let mut certified_hosts = HashSet::new();
+    let mut client_auth = ClientAuthHosts::default();
     let mut warnings = Vec::new();
 
     for admitted in &admission.admitted {
+        let (host, wildcard) = (admitted.host.as_str(), admitted.wildcard);
         // The extended validation runs last in OpenShift's chain: a route refused here has already claimed
         // its host.
-        let tls = match options.tls.route(admitted, snapshot) {
+        let tls = options.tls.route(admitted, snapshot).and_then(|tls| {
+            let terminated = matches!(tls.termination, Some(Termination::Edge | Termination::Reencrypt));
+            let domain = serves_subdomain(host, wildcard).then(|| wildcard_domain(host));
+            match !terminated || client_auth.claim(host, domain, &tls.client_auth) {
+                true => Ok(tls),
+                false => Err(Rejection::new(
+                    CLIENT_TLS_VALIDATION_FAILED,
+                    "an older route of this host asks for other client certificates (annotations \
+                     router.openshift.io/client-tls-*): every edge or reencrypt route of a host must ask the same",
+                )),
+            }
+        });
+        let tls = match tls {
             Ok(tls) => tls,
             Err(rejection) => {
                 if let Some(outcome) = admission.outcomes.iter_mut().find(|o| &o.key == admitted.key) {
@@ -72,7 +88,6 @@ pub fn build_from(
                 continue;
             }
         };
-        let (host, wildcard) = (admitted.host.as_str(), admitted.wildcard);
         let certificate = tls.certificate.clone();
         let backend = match previous.as_ref().and_then(|previous| previous.reusable(admitted, &index, &tls)) {
             Some((backend, route_warnings)) => {
@@ -81,8 +96,10 @@ pub fn build_from(
             }
             None => {
                 compiled += 1;
+                let tls_warning = tls.warning.clone();
                 let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults, tls);
-                warnings.extend(route_warnings.into_iter().map(|w| (admitted.key.clone(), w)));
+                let route_warnings = route_warnings.into_iter().chain(tls_warning);
+                warnings.extend(route_warnings.map(|w| (admitted.key.clone(), w)));
                 if let Some(old) = previous.as_ref().and_then(|previous| previous.backend_of(admitted)) {
                     backend.inherit_health(old);
                 }
@@ -129,6 +146,7 @@ pub fn build_from(
         https,
         passthrough,
         certs: certs.map(|store| Arc::new(store.build())),
+        client_auth,
         outcomes: admission.outcomes,
         warnings,
     }
@@ -183,7 +201,9 @@ impl<'p> Previous<'p> {
                 (None, None) => true,
                 (Some(before), Some(now)) => Arc::ptr_eq(before, now),
                 _ => false,
-            };
+            }
+            // By value: the check is built anew each time, and its ConfigMap may have changed.
+            && backend.client_auth == tls.client_auth;
         let mut services = std::iter::once(&route.spec.to).chain(route.spec.alternate_backends.iter().take(3));
         if !same_tls || !services.all(|service| self.changes.same_endpoints(index, &key.namespace, &service.name)) {
             return None;
@@ -260,6 +280,7 @@ fn backend_for(
         action: http_action(route),
         termination: tls.termination,
         reencrypt: tls.reencrypt,
+        client_auth: tls.client_auth,
         balancer: Balancer::new(policy.balance, &endpoints),
         limiter: policy.rate_limits.is_active().then(|| RateLimiter::new(policy.rate_limits)),
         endpoints,

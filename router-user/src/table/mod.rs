@@ -4,6 +4,10 @@
 
 mod build;
 mod changes;
+mod client_auth_hosts;
+mod client_tls;
+#[cfg(test)]
+mod client_tls_tests;
 #[cfg(test)]
 mod conformance_tests;
 mod endpoints;
@@ -19,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use crate::tls::CertStore;
-use crate::tls::ReencryptUpstream;
+use crate::tls::{ReencryptUpstream, RouteClientAuth};
 
 use arc_swap::ArcSwap;
 
@@ -31,6 +35,8 @@ use crate::protection::{ConnectionSlots, RateLimiter};
 
 pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, build_from, BuildOptions};
+pub use client_auth_hosts::ClientAuthHosts;
+pub use client_tls::CLIENT_TLS_VALIDATION_FAILED;
 pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
@@ -121,6 +127,9 @@ pub struct Backend {
     pub termination: Option<Termination>,
     /// Reencrypt routes: how the router speaks TLS to the pods.
     pub reencrypt: Option<Arc<ReencryptUpstream>>,
+    /// Edge and reencrypt routes annotated `router.openshift.io/client-tls-ca`: their requests must come on a
+    /// connection whose handshake made this same check.
+    pub client_auth: Option<Arc<RouteClientAuth>>,
     pub endpoints: Vec<Endpoint>,
     pub policy: RoutePolicy,
     /// Per-client limits, when the route asks for them.
@@ -175,6 +184,8 @@ pub struct RouteTable {
     pub passthrough: HostRules,
     /// Certificates served on :443 (route certificates and the default), when TLS is configured.
     pub certs: Option<Arc<CertStore>>,
+    /// The client certificate check of :443 handshakes, by SNI.
+    pub client_auth: ClientAuthHosts,
     pub outcomes: Vec<RouteOutcome>,
     /// Annotation values that could not be used, per route.
     pub warnings: Vec<(ObjectKey, String)>,

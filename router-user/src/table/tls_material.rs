@@ -1,6 +1,7 @@
 //! The TLS side of compiling a route: its certificate (checked by the extended validation, memoised across
 //! rebuilds) and, for reencrypt, the client configuration and pooled connections to its pods (kept across
-//! rebuilds while the route and its destination CA stay the same, so a route change does not drop them).
+//! rebuilds while the route and its destination CA stay the same, so a route change does not drop them), and
+//! its client certificate check (`client_tls`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,11 +11,12 @@ use std::time::Duration;
 use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
 
+use super::client_tls::client_auth;
 use super::Termination;
 use crate::admission::{Admitted, Rejection};
 use crate::model::{ObjectKey, Snapshot, TlsConfig};
-use crate::tls::ReencryptUpstream;
 use crate::tls::{destination_ca, reencrypt_tls, CertCache};
+use crate::tls::{ReencryptUpstream, RouteClientAuth};
 
 /// Router-wide TLS inputs of a table build.
 #[derive(Clone, Default)]
@@ -25,6 +27,9 @@ pub struct TlsBuild {
     pub default_destination_ca: Option<Arc<RootCertStore>>,
     pub connect_timeout: Duration,
     pub certs: Arc<CertCache>,
+    /// ROUTER_MUTUAL_TLS_AUTH is not `none`: the router-wide check applies to every route, and the routes'
+    /// own client certificate annotations are ignored (with a warning).
+    pub global_client_auth: bool,
     reencrypt: Arc<Mutex<ReencryptCache>>,
 }
 
@@ -44,6 +49,10 @@ pub struct RouteTls {
     /// The route's own certificate (edge and reencrypt).
     pub certificate: Option<Arc<CertifiedKey>>,
     pub reencrypt: Option<Arc<ReencryptUpstream>>,
+    /// The route's own client certificate check (edge and reencrypt).
+    pub client_auth: Option<Arc<RouteClientAuth>>,
+    /// Why the route's client certificate annotations are not used, when they are not.
+    pub warning: Option<String>,
 }
 
 /// Reencrypt upstreams by route and destination CA; entries not used by the last build are dropped.
@@ -61,10 +70,14 @@ impl TlsBuild {
         Self { default_certificate, default_destination_ca, connect_timeout, ..Self::default() }
     }
 
-    /// The route's TLS material, or its `ExtendedValidationFailed` rejection.
+    /// The route's TLS material, or its `ExtendedValidationFailed` (`ExternalCertificateValidationFailed`,
+    /// `ClientTLSValidationFailed`) rejection.
     pub fn route(&self, admitted: &Admitted<'_>, snapshot: &Snapshot) -> Result<RouteTls, Rejection> {
         let invalid = |message: String| Rejection::new("ExtendedValidationFailed", message);
-        let Some(tls) = &admitted.route.spec.tls else { return Ok(RouteTls::default()) };
+        let Some(tls) = &admitted.route.spec.tls else {
+            client_auth(admitted, None, snapshot, self.global_client_auth)?;
+            return Ok(RouteTls::default());
+        };
         let with_external;
         let tls = match &tls.external_certificate {
             Some(reference) if tls.termination != "passthrough" => {
@@ -74,7 +87,8 @@ impl TlsBuild {
             _ => tls,
         };
         let termination = Termination::parse(&tls.termination);
-        let mut material = RouteTls { termination, ..RouteTls::default() };
+        let (client_auth, warning) = client_auth(admitted, Some(tls), snapshot, self.global_client_auth)?;
+        let mut material = RouteTls { termination, client_auth, warning, ..RouteTls::default() };
         if termination == Some(Termination::Passthrough) {
             return Ok(material);
         }

@@ -22,6 +22,7 @@ mod pod_verifier;
 mod policy;
 mod provider;
 mod reencrypt_pool;
+mod route_client_auth;
 mod server_config;
 mod store;
 mod strict_sni;
@@ -43,6 +44,7 @@ pub use per_pod_clients::{name_the_host, HostHeader, PerPodClients, UpstreamBody
 pub use policy::{subject_filter, ClientAuth, MaxVersion, MinVersion, TlsPolicy, TlsPolicyError};
 pub use provider::{choose as choose_provider, install_process_default, ProviderAlreadyChosen, TlsProvider};
 pub use reencrypt_pool::{ReencryptUpstream, POD_POOL_IDLE_TIMEOUT};
+pub use route_client_auth::RouteClientAuth;
 pub use server_config::ServerConfigs;
 pub use store::{CertChoice, CertStore, CertStoreBuilder};
 pub use upstream_config::{load_ca_bundle, load_ca_certificates, reencrypt_tls, ReencryptTls, Verification};

@@ -31,6 +31,7 @@ const SESSION_CACHE_SIZE: usize = 20_000;
 
 pub struct ServerConfigs {
     base: ServerConfig,
+    versions: Vec<&'static SupportedProtocolVersion>,
     /// `base` as it is: no certificate, so the handshake is refused (strict SNI).
     refusing: Arc<ServerConfig>,
     disable_http2: bool,
@@ -78,6 +79,7 @@ impl ServerConfigs {
         Ok(ServerConfigs {
             refusing: Arc::new(base.clone()),
             base,
+            versions,
             disable_http2: policy.disable_http2,
             strict_sni: policy.strict_sni.then(|| CertificateNames::of(default_key)),
             client_subject_filter: policy.client_subject_filter.clone().filter(|_| client_auth),
@@ -134,7 +136,33 @@ impl ServerConfigs {
 
     /// The configuration of one connection served with `key`; `offer_h2` when exactly one route uses `key`.
     pub fn for_connection(&self, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
-        let mut config = self.base.clone();
+        self.finish(self.base.clone(), key, offer_h2)
+    }
+
+    /// `for_connection` for an SNI whose route checks client certificates with `verifier` (a route's own
+    /// check; there is no router-wide one then). rustls keeps the verifier private to a configuration, so this
+    /// one is built anew, sharing the base's provider, versions, session cache and ticket key (rustls resumes a
+    /// session only for the SNI it was made for).
+    pub fn for_client_auth(
+        &self,
+        key: Arc<CertifiedKey>,
+        offer_h2: bool,
+        verifier: Arc<dyn ClientCertVerifier>,
+    ) -> Arc<ServerConfig> {
+        let builder = ServerConfig::builder_with_provider(Arc::clone(self.base.crypto_provider()))
+            .with_protocol_versions(&self.versions);
+        // The versions were accepted with this provider in `new`.
+        let Ok(builder) = builder else { return self.refusing() };
+        let mut config = builder.with_client_cert_verifier(verifier).with_cert_resolver(Arc::new(NoCertificate));
+        config.session_storage = Arc::clone(&self.base.session_storage);
+        config.ticketer = Arc::clone(&self.base.ticketer);
+        config.send_tls13_tickets = self.base.send_tls13_tickets;
+        config.ignore_client_order = self.base.ignore_client_order;
+        self.finish(config, key, offer_h2)
+    }
+
+    /// `config` with its certificate (stapled when there is a staple) and ALPN list.
+    fn finish(&self, mut config: ServerConfig, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
         let key = match &self.stapler {
             Some(stapler) => stapler.staple(key),
             None => key,

@@ -53,6 +53,7 @@ fn an_ingress_makes_the_same_routes_from_the_api_as_from_a_manifest_file() {
         endpoints: None,
         namespaces: store_of(Vec::new()),
         secrets: store_of(objects_of::<Secret>("Secret")),
+        config_maps: store_of(Vec::new()),
         ingresses: store_of(objects_of::<Ingress>("Ingress")),
         gateway: None,
     };

@@ -1,5 +1,6 @@
 //! The Kubernetes source: reflectors on Routes, Services, EndpointSlices (v1, or v1beta1 on servers before
-//! 1.21) or core Endpoints (`ROUTER_WATCH_ENDPOINTS`), Namespaces, TLS Secrets and Ingresses; the whole state
+//! 1.21) or core Endpoints (`ROUTER_WATCH_ENDPOINTS`), Namespaces, TLS Secrets, ConfigMaps (routes' client
+//! certificate CA bundles) and Ingresses; the whole state
 //! is sent to the publisher as one `SourceUpdate` after the initial sync and after each burst of changes, and
 //! route status is written from each published table.
 //!
@@ -47,7 +48,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::reflector::Store;
@@ -68,7 +69,8 @@ use self::decoded::Decoded;
 use self::reflect::{reflect, Watched};
 use self::sieve::Usability;
 use self::stores::{
-    gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores, SliceStore, Stores,
+    config_map_relevance, gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores,
+    SliceStore, Stores,
 };
 use crate::metrics::Metrics;
 use crate::model::{unusable_address_type, Route};
@@ -201,6 +203,8 @@ async fn run(
     let namespaces = reflectors.watch::<Namespace>(all("namespaces"));
     let tls_only = watcher::Config::default().fields("type=kubernetes.io/tls");
     let secrets = reflectors.watch::<Secret>(Watched { config: tls_only, ..all("secrets") });
+    let config_maps =
+        reflectors.watch::<ConfigMap>(Watched { relevance: Some(config_map_relevance), ..all("configmaps") });
     let ingresses = reflectors.watch::<Ingress>(all("ingresses"));
     let gateway = (!options.gateway_class.is_empty()).then(|| GatewayStores {
         class: options.gateway_class.clone(),
@@ -212,7 +216,7 @@ async fn run(
     });
     let mut tasks = reflectors.tasks;
 
-    let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, ingresses, gateway };
+    let stores = Stores { routes, services, slices, endpoints, namespaces, secrets, config_maps, ingresses, gateway };
     if options.update_status && stores.gateway.is_some() {
         let writer = gateway_status::GatewayStatusWriter {
             client: client.clone(),

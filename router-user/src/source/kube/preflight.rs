@@ -7,7 +7,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
@@ -52,6 +52,7 @@ async fn check_core(client: &Client, watch_endpoints: bool) -> Result<bool, Kube
     can_list::<Service>(client).await?;
     can_list::<Namespace>(client).await?;
     can_list::<Secret>(client).await?;
+    can_list::<ConfigMap>(client).await?;
     can_list::<Ingress>(client).await?;
     let slices_v1 = serves_endpointslice_v1(client).await?;
     if watch_endpoints {

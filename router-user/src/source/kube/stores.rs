@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::reflector::Store;
@@ -31,6 +31,8 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     /// `kubernetes.io/tls` Secrets only.
     pub secrets: Store<Secret>,
+    /// Every ConfigMap: routes name their client certificate CA bundles by ConfigMap.
+    pub config_maps: Store<ConfigMap>,
     pub ingresses: Store<Ingress>,
     /// Only with `ROUTER_GATEWAY_CLASS`.
     pub gateway: Option<GatewayStores>,
@@ -62,6 +64,7 @@ impl Stores {
         }
         let _ = self.namespaces.wait_until_ready().await;
         let _ = self.secrets.wait_until_ready().await;
+        let _ = self.config_maps.wait_until_ready().await;
         let _ = self.ingresses.wait_until_ready().await;
         if let Some(gateway) = &self.gateway {
             let _ = gateway.gateways.wait_until_ready().await;
@@ -90,6 +93,7 @@ impl Stores {
             endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
+            config_maps: keyed(&self.config_maps),
             ingresses: keyed(&self.ingresses),
             unreadable_secrets: BTreeSet::new(),
             ..Snapshot::default()
@@ -155,4 +159,44 @@ pub fn http_route_relevance(route: &HTTPRoute) -> String {
 
 pub fn tls_route_relevance(route: &TLSRoute) -> String {
     spec_relevance(route, &route.spec)
+}
+
+/// A ConfigMap's fingerprint of what matters to the table: its data, hashed (ConfigMaps can be large, and every
+/// one is watched). Updates of anything else, such as the leader-election annotations some controllers renew
+/// every few seconds, cause no rebuild.
+pub fn config_map_relevance(config_map: &ConfigMap) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(config_map.metadata.uid.as_deref().unwrap_or_default());
+    let text = config_map.data.iter().flatten().map(|(key, value)| (key, value.as_bytes()));
+    let binary = config_map.binary_data.iter().flatten().map(|(key, value)| (key, value.0.as_slice()));
+    for (kind, (key, value)) in text.map(|entry| (0u8, entry)).chain(binary.map(|entry| (1u8, entry))) {
+        // Lengths first, so that no two different maps hash the same bytes.
+        hash.update([kind]);
+        hash.update((key.len() as u64).to_be_bytes());
+        hash.update(key.as_bytes());
+        hash.update((value.len() as u64).to_be_bytes());
+        hash.update(value);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_map_changes_only_with_its_data() {
+        let with = |data: &[(&str, &str)], annotation: &str| {
+            let mut config_map = ConfigMap::default();
+            config_map.metadata.annotations = Some([("leader".to_string(), annotation.to_string())].into());
+            config_map.data = Some(data.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+            config_map_relevance(&config_map)
+        };
+        let base = with(&[("ca-bundle.pem", "one")], "a");
+        assert_eq!(base, with(&[("ca-bundle.pem", "one")], "b"), "a renewed annotation");
+        assert_ne!(base, with(&[("ca-bundle.pem", "two")], "a"));
+        assert_ne!(base, with(&[("ca-bundle.pem", "one"), ("x", "")], "a"));
+        assert_ne!(with(&[("ab", "c")], "a"), with(&[("a", "bc")], "a"));
+    }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -81,6 +81,7 @@ impl Parsed {
         absorb_kind(path, "Endpoints", &mut into.endpoints, &from.endpoints);
         absorb_kind(path, "Namespace", &mut into.namespaces, &from.namespaces);
         absorb_kind(path, "Secret", &mut into.secrets, &from.secrets);
+        absorb_kind(path, "ConfigMap", &mut into.config_maps, &from.config_maps);
         absorb_kind(path, "Ingress", &mut into.ingresses, &from.ingresses);
         absorb_kind(path, "Gateway", &mut into.gateways, &from.gateways);
         absorb_kind(path, "HTTPRoute", &mut into.http_routes, &from.http_routes);
@@ -211,6 +212,7 @@ impl Ctx<'_> {
             ("v1", "Service") => self.add::<_, Service>(place, kind, value, namespaced, |o| &mut o.services),
             ("v1", "Endpoints") => self.add::<_, Endpoints>(place, kind, value, namespaced, |o| &mut o.endpoints),
             ("v1", "Secret") => self.add::<_, Secret>(place, kind, value, namespaced, |o| &mut o.secrets),
+            ("v1", "ConfigMap") => self.add::<_, ConfigMap>(place, kind, value, namespaced, |o| &mut o.config_maps),
             ("discovery.k8s.io/v1", "EndpointSlice") => {
                 self.add::<_, EndpointSlice>(place, kind, value, namespaced, |o| &mut o.endpoint_slices)
             }

@@ -3,7 +3,7 @@
 //! for four (1.4 KB), at 100,000 routes 100 MB for nothing. The lists of the objects there are many of (one or
 //! more per route) are shrunk to their length; the others are left as they are.
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
@@ -53,6 +53,7 @@ impl ShrinkLists for Route {
 }
 
 impl ShrinkLists for Secret {}
+impl ShrinkLists for ConfigMap {}
 impl ShrinkLists for Namespace {}
 impl ShrinkLists for Ingress {}
 impl ShrinkLists for Gateway {}

@@ -246,6 +246,7 @@ fn merge(files: &BTreeMap<PathBuf, FileState>) -> (Snapshot, BTreeSet<Duplicate>
     merge_kind(files, "Endpoints", &mut merged.endpoints, |o| &o.endpoints, &mut dups);
     merge_kind(files, "Namespace", &mut merged.namespaces, |o| &o.namespaces, &mut dups);
     merge_kind(files, "Secret", &mut merged.secrets, |o| &o.secrets, &mut dups);
+    merge_kind(files, "ConfigMap", &mut merged.config_maps, |o| &o.config_maps, &mut dups);
     merge_kind(files, "Ingress", &mut merged.ingresses, |o| &o.ingresses, &mut dups);
     merge_kind(files, "Gateway", &mut merged.gateways, |o| &o.gateways, &mut dups);
     merge_kind(files, "HTTPRoute", &mut merged.http_routes, |o| &o.http_routes, &mut dups);

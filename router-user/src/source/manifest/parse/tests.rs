@@ -191,8 +191,8 @@ fn unknown_kinds_are_ignored() {
         "metadata: {name: d}\n",
         "---\n",
         "apiVersion: v1\n",
-        "kind: ConfigMap\n",
-        "data: {a: b}\n",
+        "kind: LimitRange\n",
+        "spec: {limits: []}\n",
         "---\n",
         "apiVersion: v2\n",
         "kind: Service\n",
@@ -296,4 +296,24 @@ fn kubectls_last_applied_copy_is_dropped_and_other_annotations_kept() {
     let route = parsed.objects.routes.get(&key("shop", "web")).expect("the route");
     let annotations = route.metadata.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.keys().collect::<Vec<_>>(), ["haproxy.router.openshift.io/timeout"]);
+}
+
+#[test]
+fn config_maps_are_read_with_their_data() {
+    let text = concat!(
+        "apiVersion: v1\n",
+        "kind: ConfigMap\n",
+        "metadata:\n",
+        "  name: clients\n",
+        "  namespace: shop\n",
+        "data:\n",
+        "  ca-bundle.pem: |\n",
+        "    -----BEGIN CERTIFICATE-----\n",
+        "    AAAA\n",
+        "    -----END CERTIFICATE-----\n",
+    );
+    let parsed = clean(text);
+    let config_map = &parsed.objects.config_maps[&key("shop", "clients")];
+    let data = config_map.data.as_ref().expect("data");
+    assert_eq!(data["ca-bundle.pem"], "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
 }
