@@ -1,6 +1,7 @@
 //! The headers a request gains on its way to a pod: X-Forwarded-For/-Host/-Port/-Proto and `Forwarded`
 //! (RFC 7239), appended as new header lines like the OpenShift router's default `append` policy.
 
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -23,24 +24,36 @@ pub struct ConnectionInfo {
 /// Appends the forwarded headers; `host` is the request's Host header as it will be sent on.
 pub fn append_forwarded(headers: &mut HeaderMap, info: &ConnectionInfo, host: &str) {
     let client_ip = info.client.ip();
-    headers.append(X_FORWARDED_HOST, header_value(host));
+    // The address is formatted once, for both headers that carry it (this runs for every request).
+    let mut address = String::with_capacity(48);
+    let _ = write!(address, "{client_ip}");
+    headers.append(X_FORWARDED_HOST, header_value(host.to_string()));
     headers.append(X_FORWARDED_PORT, HeaderValue::from(info.local.port()));
     headers.append(X_FORWARDED_PROTO, HeaderValue::from_static(info.proto));
-    headers.append(FORWARDED, header_value(&forwarded_element(client_ip, host, info.proto)));
-    headers.append(X_FORWARDED_FOR, header_value(&client_ip.to_string()));
+    headers.append(FORWARDED, header_value(element(client_ip.is_ipv6(), &address, host, info.proto)));
+    headers.append(X_FORWARDED_FOR, header_value(address));
 }
 
 /// `for=<ip>;host=<host>;proto=<proto>`, with an IPv6 address quoted and bracketed as RFC 7239 requires.
 pub fn forwarded_element(client: IpAddr, host: &str, proto: &str) -> String {
-    match client {
-        IpAddr::V4(v4) => format!("for={v4};host={host};proto={proto}"),
-        IpAddr::V6(v6) => format!("for=\"[{v6}]\";host={host};proto={proto}"),
-    }
+    element(client.is_ipv6(), &client.to_string(), host, proto)
 }
 
-fn header_value(text: &str) -> HeaderValue {
-    // Inputs come from a parsed header or an address, so they are valid; fall back to empty regardless.
-    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
+fn element(ipv6: bool, address: &str, host: &str, proto: &str) -> String {
+    let mut text = String::with_capacity(address.len() + host.len() + proto.len() + 24);
+    text.push_str(if ipv6 { "for=\"[" } else { "for=" });
+    text.push_str(address);
+    text.push_str(if ipv6 { "]\";host=" } else { ";host=" });
+    text.push_str(host);
+    text.push_str(";proto=");
+    text.push_str(proto);
+    text
+}
+
+fn header_value(text: String) -> HeaderValue {
+    // Inputs come from a parsed header or an address, so they are valid; fall back to empty regardless. The
+    // text's buffer becomes the value's, without a copy.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(text)).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 /// Header fields one request head may carry.
 pub const MAX_HEADERS: usize = 100;
+/// Header fields a request usually gains before it goes to a pod (X-Forwarded-*, Forwarded).
+const FORWARDED_ROOM: usize = 6;
 /// The longest request target taken.
 pub const MAX_URI_LEN: usize = (u16::MAX - 1) as usize;
 
@@ -137,7 +139,9 @@ fn read_fields(
     let mut wants_upgrade = false;
     let (mut transfer_encoding, mut chunked_last, mut saw_length) = (false, false, false);
     let mut length = None;
-    headers.reserve(fields.len());
+    // Room for the forwarded headers the request gains on its way to a pod (`rewrite`), so the map is not
+    // grown again per request.
+    headers.reserve(fields.len() + FORWARDED_ROOM);
     for &((name_start, name_end), (value_start, value_end)) in fields {
         let name = HeaderName::from_bytes(&head[name_start..name_end]).map_err(|_| HeadError::Malformed("name"))?;
         let value = HeaderValue::from_maybe_shared(head.slice(value_start..value_end))
