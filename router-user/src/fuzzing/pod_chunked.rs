@@ -1,4 +1,5 @@
-//! A pod's chunked response body (RFC 9112 section 7.1) as the pod client decodes it while it arrives.
+//! A chunked body (RFC 9112 section 7.1) as the router decodes it while it arrives: a pod's response body
+//! (lenient decoder) and a client's request body (strict decoder).
 
 use bytes::BytesMut;
 use http::HeaderMap;
@@ -16,7 +17,10 @@ struct Decoding {
 
 /// Feeds `wire` to a decoder in pieces of `piece` bytes (the last may be shorter), as reads would bring it.
 fn decode_in_pieces(wire: &[u8], piece: usize) -> Decoding {
-    let mut decoder = ChunkedDecoder::default();
+    decode_with(ChunkedDecoder::default(), wire, piece)
+}
+
+fn decode_with(mut decoder: ChunkedDecoder, wire: &[u8], piece: usize) -> Decoding {
     let mut buf = BytesMut::new();
     let mut decoding = Decoding { body: Vec::new(), trailers: HeaderMap::new(), end: None };
     for bytes in wire.chunks(piece) {
@@ -44,11 +48,17 @@ fn decode_in_pieces(wire: &[u8], piece: usize) -> Decoding {
 }
 
 /// The body decodes to the same bytes, trailers and end however the reads split it, and what it decodes to
-/// encodes to a body that decodes the same again.
+/// encodes to a body that decodes the same again. The strict decoder of request bodies is as indifferent to
+/// the splits, and never reads a body differently from the lenient one: it decodes the same or refuses.
 pub fn pod_chunked(data: &[u8]) {
     let whole = decode_in_pieces(data, data.len().max(1));
+    let strict = decode_with(ChunkedDecoder::strict(), data, data.len().max(1));
     for piece in [1, 2, 7, 64] {
         assert_eq!(decode_in_pieces(data, piece), whole, "read {piece} bytes at a time");
+        assert_eq!(decode_with(ChunkedDecoder::strict(), data, piece), strict, "strict, {piece} bytes at a time");
+    }
+    if matches!(strict.end, Some(Ok(()))) {
+        assert_eq!(strict, whole, "the strict decoder read the body otherwise");
     }
     if whole.end != Some(Ok(())) {
         return;
