@@ -288,8 +288,9 @@ mod tests {
                  addressType: IPv4\nports: [{{name: http, port: 8080, protocol: TCP}}]\n\
                  endpoints: [{{addresses: [\"{ip}\"]}}, {{addresses: [\"10.0.0.99\"]}}]\n"
             );
-            let slice = Arc::new(serde_saphyr::from_str(&yaml).expect("test slice"));
-            snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), slice);
+            let slice: k8s_openapi::api::discovery::v1::EndpointSlice =
+                serde_saphyr::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), Arc::new(slice.into()));
         }
         snapshot
     }

@@ -31,7 +31,7 @@ use crate::protection::{ConnectionSlots, RateLimiter};
 
 pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, build_from, BuildOptions};
-pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
+pub use endpoints::{is_routable, ServiceEndpoint};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
 pub use rules::HostRules;
