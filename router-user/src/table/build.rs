@@ -225,7 +225,8 @@ fn backend_for(
     let weights = endpoint_weights(&counts);
     let freed = Arc::new(Notify::new());
     let mut seen = HashSet::new();
-    let mut endpoints = Vec::new();
+    // Sized to fit: the table keeps it as long as the route is served.
+    let mut endpoints = Vec::with_capacity(counts.iter().map(|(_, count)| count).sum());
     for ((_, found), weight) in services.into_iter().zip(weights) {
         for endpoint in found.into_iter().filter(|e| seen.insert(e.addr)) {
             endpoints.push(Endpoint {
@@ -241,6 +242,8 @@ fn backend_for(
             });
         }
     }
+    // An address in two services is served once.
+    endpoints.shrink_to_fit();
 
     let prefix = match tls.termination {
         None => "be_http",

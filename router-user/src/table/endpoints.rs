@@ -113,10 +113,12 @@ impl<'a> EndpointIndex<'a> {
             return;
         }
         let (port_name, number) = (&port.name, port.number);
-        let id = match pod {
+        let mut id = match pod {
             Some(pod) => format!("pod:{pod}:{}:{port_name}:{ip}:{number}", service.name),
             None => format!("ept:{}:{port_name}:{ip}:{number}", service.name),
         };
+        // `format!` leaves room (64 bytes for a 44-byte id); the table keeps every id as long as it serves.
+        id.shrink_to_fit();
         out.push(ServiceEndpoint { addr: SocketAddr::new(ip, number), id, h2c: port.h2c });
     }
 }
