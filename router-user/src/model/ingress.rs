@@ -101,7 +101,7 @@ fn route_spec(
         path: path.path.clone().filter(|p| !p.is_empty()),
         to: RouteTargetReference { kind: "Service".into(), name: service.name.clone(), weight: Some(100) },
         port: Some(RoutePort { target_port }),
-        tls,
+        tls: tls.map(Box::new),
         wildcard_policy: Some(wildcard_policy.into()),
         ..RouteSpec::default()
     }
