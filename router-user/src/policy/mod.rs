@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub use allowlist::{Cidr, IpAllowlist};
 pub use balance::BalanceAlgorithm;
-pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, SameSite};
+pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, CookieValue, SameSite};
 pub use forwarded::ForwardedPolicy;
 pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};
 pub use hsts::parse_hsts;

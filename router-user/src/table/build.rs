@@ -16,7 +16,7 @@ use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettin
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
-use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
+use crate::policy::{CookieValue, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
 use crate::tls::CertStoreBuilder;
 
@@ -231,7 +231,7 @@ fn backend_for(
         for endpoint in found.into_iter().filter(|e| seen.insert(e.addr)) {
             endpoints.push(Endpoint {
                 addr: endpoint.addr,
-                cookie: md5_hex(&endpoint.id),
+                cookie: CookieValue::of(&endpoint.id),
                 id: endpoint.id,
                 weight,
                 health: EndpointHealth::default(),
