@@ -112,8 +112,8 @@ fn in_process_build(objects: &[(String, String, Vec<serde_json::Value>)]) {
         let slice: EndpointSliceV1beta1 = serde_json::from_value(parts[1].clone()).expect("slice");
         let mut route: Route = serde_json::from_value(parts[2].clone()).expect("route");
         route.metadata.uid = Some(format!("uid-{namespace}-{name}"));
-        snapshot.services.insert(key.clone(), Arc::new(service));
-        snapshot.endpoint_slices.insert(key.clone(), Arc::new(slice.into_v1()));
+        snapshot.services.insert(key.clone(), Arc::new(service.into()));
+        snapshot.endpoint_slices.insert(key.clone(), Arc::new(slice.into_v1().into()));
         snapshot.routes.insert(key, Arc::new(route));
     }
     let options = BuildOptions { allow_loopback_endpoints: true, ..BuildOptions::default() };

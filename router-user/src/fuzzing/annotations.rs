@@ -31,7 +31,7 @@ pub fn annotations(data: &[u8]) {
     for (key, value) in key_values(&text) {
         match key {
             "spec.path" => route.spec.path = Some(value.into()),
-            "tls" => route.spec.tls = Some(TlsConfig { termination: value.into(), ..TlsConfig::default() }),
+            "tls" => route.spec.tls = Some(Box::new(TlsConfig { termination: value.into(), ..TlsConfig::default() })),
             "request" => request = value,
             "request-headers" => defaults.request_headers = from_env(value, Direction::Request).0,
             "response-headers" => defaults.response_headers = from_env(value, Direction::Response).0,

@@ -101,7 +101,7 @@ fn route_spec(
         path: path.path.clone().filter(|p| !p.is_empty()),
         to: RouteTargetReference { kind: "Service".into(), name: service.name.clone(), weight: Some(100) },
         port: Some(RoutePort { target_port }),
-        tls,
+        tls: tls.map(Box::new),
         wildcard_policy: Some(wildcard_policy.into()),
         ..RouteSpec::default()
     }
@@ -139,12 +139,7 @@ fn target_port(namespace: &str, backend: &IngressServiceBackend, snapshot: &Snap
     }
     let number = port.number?;
     let service = snapshot.services.get(&ObjectKey::new(namespace, &backend.name))?;
-    let service_port = service.spec.as_ref()?.ports.iter().flatten().find(|p| p.port == number)?;
-    match (&service_port.name, &service_port.target_port) {
-        (Some(name), _) if !name.is_empty() => Some(IntOrString::String(name.clone())),
-        (_, Some(target)) => Some(target.clone()),
-        _ => Some(IntOrString::Int(number)),
-    }
+    Some(service.ports.iter().find(|p| p.port == number)?.route_target_port())
 }
 
 /// The TLS settings: from the termination annotation, else edge when a TLS entry covers the host. `Err` when

@@ -16,15 +16,10 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-
+use super::address_family::AddressFamily;
 use super::object_key::ObjectKey;
 use super::snapshot::Snapshot;
-use super::AddressFamily;
-
-/// The label an EndpointSlice carries naming its Service.
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+use super::stored::{EndpointSet, StoredService, StoredServicePort, StoredSlice};
 
 /// An address family of the Service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -87,9 +82,8 @@ impl LocalService {
             return local;
         };
         local.found = true;
-        let spec = svc.spec.as_ref();
         local.health_check_node_port =
-            spec.and_then(|s| s.health_check_node_port).and_then(|p| u16::try_from(p).ok()).filter(|&p| p != 0);
+            svc.health_check_node_port.and_then(|p| u16::try_from(p).ok()).filter(|&p| p != 0);
         let endpoints = Endpoints::collect(snapshot, service);
         for port in router_ports(svc) {
             let Some(node_port) = port.node_port.and_then(|p| u16::try_from(p).ok()).filter(|&p| p != 0) else {
@@ -105,13 +99,12 @@ impl LocalService {
             local.local_addresses.extend(local_endpoints.iter().map(SocketAddr::ip));
             local.node_ports.push(NodePortSpec { name, node_port, endpoints: local_endpoints });
         }
-        local.families = match spec.and_then(|s| s.ip_families.as_ref()) {
+        local.families = match &svc.ip_families {
             Some(families) => families
                 .iter()
-                .filter_map(|f| match f.as_str() {
-                    "IPv4" => Some(Family::V4),
-                    "IPv6" => Some(Family::V6),
-                    _ => None,
+                .map(|family| match family {
+                    AddressFamily::V4 => Family::V4,
+                    AddressFamily::V6 => Family::V6,
                 })
                 .collect(),
             None => endpoints.all.iter().map(|e| Family::of(&e.addr.ip())).collect(),
@@ -124,11 +117,10 @@ impl LocalService {
 }
 
 /// The Service's TCP ports that carry http or https.
-fn router_ports(svc: &Service) -> impl Iterator<Item = &ServicePort> {
-    svc.spec.iter().flat_map(|spec| spec.ports.iter().flatten()).filter(|port| {
-        let tcp = port.protocol.as_deref().is_none_or(|p| p == "TCP");
+fn router_ports(svc: &StoredService) -> impl Iterator<Item = &StoredServicePort> {
+    svc.ports.iter().filter(|port| {
         let named = matches!(port.name.as_deref(), Some("http" | "https"));
-        tcp && (named || port.port == 80 || port.port == 443)
+        port.tcp && (named || port.port == 80 || port.port == 443)
     })
 }
 
@@ -147,60 +139,31 @@ struct Endpoints {
 
 impl Endpoints {
     fn collect(snapshot: &Snapshot, service: &ObjectKey) -> Endpoints {
-        let slices: Vec<&EndpointSlice> = snapshot
+        let slices: Vec<&StoredSlice> = snapshot
             .endpoint_slices
             .iter()
-            .filter(|(key, slice)| {
-                key.namespace == service.namespace
-                    && slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) == Some(&service.name)
-            })
+            .filter(|(key, slice)| key.namespace == service.namespace && slice.service() == Some(&service.name))
             .map(|(_, slice)| &**slice)
             .collect();
         let mut all = Vec::new();
         if slices.is_empty() {
-            Self::from_core(snapshot, service, &mut all);
+            let core = snapshot.endpoints.get(service);
+            core.into_iter().flat_map(|endpoints| endpoints.subsets.iter()).for_each(|set| Self::add(set, &mut all));
         }
-        for slice in slices {
-            let Some(family) = AddressFamily::of(&slice.address_type) else { continue };
-            for port in slice.ports.iter().flatten() {
-                let (Some(number), true) = (port.port, port.protocol.as_deref().is_none_or(|p| p == "TCP")) else {
-                    continue;
-                };
-                let Ok(number) = u16::try_from(number) else { continue };
-                for endpoint in &slice.endpoints {
-                    let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
-                    for address in &endpoint.addresses {
-                        let Some(ip) = family.parse(address) else { continue };
-                        all.push(EndpointPort {
-                            addr: SocketAddr::new(ip, number),
-                            port_name: port.name.clone().unwrap_or_default(),
-                            node: endpoint.node_name.clone(),
-                            ready,
-                        });
-                    }
-                }
-            }
-        }
+        slices.into_iter().for_each(|slice| Self::add(&slice.endpoints, &mut all));
         Endpoints { all }
     }
 
-    fn from_core(snapshot: &Snapshot, service: &ObjectKey, all: &mut Vec<EndpointPort>) {
-        let Some(endpoints) = snapshot.endpoints.get(service) else { return };
-        for subset in endpoints.subsets.iter().flatten() {
-            for port in subset.ports.iter().flatten() {
-                if port.protocol.as_deref().is_some_and(|p| p != "TCP") {
-                    continue;
-                }
-                let Ok(number) = u16::try_from(port.port) else { continue };
-                for address in subset.addresses.iter().flatten() {
-                    let Ok(ip) = address.ip.parse::<IpAddr>() else { continue };
-                    all.push(EndpointPort {
-                        addr: SocketAddr::new(ip, number),
-                        port_name: port.name.clone().unwrap_or_default(),
-                        node: address.node_name.clone(),
-                        ready: true,
-                    });
-                }
+    /// Every address of `set` on each of its ports.
+    fn add(set: &EndpointSet, all: &mut Vec<EndpointPort>) {
+        for port in set.ports.iter() {
+            for address in set.addresses.iter() {
+                all.push(EndpointPort {
+                    addr: SocketAddr::new(address.ip, port.number),
+                    port_name: port.name.to_string(),
+                    node: address.node.as_deref().map(str::to_owned),
+                    ready: address.ready,
+                });
             }
         }
     }
@@ -209,6 +172,9 @@ impl Endpoints {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
 
     use super::*;
 
@@ -221,13 +187,17 @@ mod tests {
             let key = ObjectKey::new(namespace, name);
             match value["kind"].as_str() {
                 Some("Service") => {
-                    snapshot.services.insert(key, Arc::new(serde_json::from_value(value).expect("service")));
+                    let service: Service = serde_json::from_value(value).expect("service");
+                    snapshot.services.insert(key, Arc::new(service.into()));
                 }
                 Some("EndpointSlice") => {
-                    snapshot.endpoint_slices.insert(key, Arc::new(serde_json::from_value(value).expect("slice")));
+                    let slice: EndpointSlice = serde_json::from_value(value).expect("slice");
+                    snapshot.endpoint_slices.insert(key, Arc::new(slice.into()));
                 }
                 Some("Endpoints") => {
-                    snapshot.endpoints.insert(key, Arc::new(serde_json::from_value(value).expect("endpoints")));
+                    let endpoints: k8s_openapi::api::core::v1::Endpoints =
+                        serde_json::from_value(value).expect("endpoints");
+                    snapshot.endpoints.insert(key, Arc::new(endpoints.into()));
                 }
                 other => panic!("unexpected kind {other:?}"),
             }

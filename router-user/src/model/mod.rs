@@ -1,6 +1,7 @@
-//! Typed Kubernetes objects the router reads, the whole-state `Snapshot` every source produces, what is derived
-//! from a snapshot alone (the router's own Service as this node sees it), and the step every source runs on it
-//! (`add_ingress_routes`: Ingresses as routes; `add_gateway_routes`: Gateway API routes as routes).
+//! Typed Kubernetes objects the router reads (Services and endpoints as the few fields it reads: `stored`), the
+//! whole-state `Snapshot` every source produces, what is derived from a snapshot alone (the router's own Service
+//! as this node sees it), and the step every source runs on it (`add_ingress_routes`: Ingresses as routes;
+//! `add_gateway_routes`: Gateway API routes as routes).
 
 mod address_family;
 mod bookkeeping;
@@ -13,6 +14,7 @@ mod object_key;
 mod objects;
 mod route;
 mod snapshot;
+mod stored;
 
 pub use address_family::{unusable_address_type, AddressFamily};
 pub use bookkeeping::{drop_bookkeeping, LAST_APPLIED};
@@ -24,3 +26,6 @@ pub use object_key::ObjectKey;
 pub use objects::Objects;
 pub use route::*;
 pub use snapshot::Snapshot;
+pub use stored::{
+    EndpointAddress, EndpointPort, EndpointSet, StoredEndpoints, StoredService, StoredServicePort, StoredSlice,
+};

@@ -26,12 +26,12 @@ pub struct RouteSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<RoutePort>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsConfig>,
+    pub tls: Option<Box<TlsConfig>>,
     /// `None` (default) or `Subdomain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wildcard_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_headers: Option<RouteHttpHeaders>,
+    pub http_headers: Option<Box<RouteHttpHeaders>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -7,8 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
 
 use std::sync::Arc;
@@ -17,16 +16,18 @@ use super::gateway_api::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
 use super::object_key::ObjectKey;
 use super::objects::Objects;
 use super::route::Route;
+use super::stored::{StoredEndpoints, StoredService, StoredSlice};
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     /// Route objects, and the routes `add_ingress_routes` made of `ingresses` (and `add_gateway_routes` of the
     /// Gateway API objects).
     pub routes: Objects<ObjectKey, Route>,
-    pub services: Objects<ObjectKey, Service>,
-    pub endpoint_slices: Objects<ObjectKey, EndpointSlice>,
+    /// Services, EndpointSlices and core `Endpoints` as the few fields the router reads of them.
+    pub services: Objects<ObjectKey, StoredService>,
+    pub endpoint_slices: Objects<ObjectKey, StoredSlice>,
     /// Core `Endpoints`, keyed like their Service.
-    pub endpoints: Objects<ObjectKey, Endpoints>,
+    pub endpoints: Objects<ObjectKey, StoredEndpoints>,
     /// Cluster-scoped: keyed by name.
     pub namespaces: Objects<String, Namespace>,
     pub secrets: Objects<ObjectKey, Secret>,

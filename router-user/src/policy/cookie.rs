@@ -58,8 +58,35 @@ impl CookiePolicy {
 
 /// Lowercase hex MD5, the OpenShift router's hash for cookie names and values.
 pub fn md5_hex(input: &str) -> String {
-    let digest = Md5::digest(input.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    CookieValue::of(input).as_str().to_owned()
+}
+
+/// An endpoint's sticky-cookie value, the hex MD5 of its server id, held inline: the table keeps one per
+/// endpoint, and a 32-byte string would cost a pointer, a length and an allocation of its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CookieValue([u8; 32]);
+
+impl CookieValue {
+    pub fn of(id: &str) -> Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0; 32];
+        for (i, byte) in Md5::digest(id.as_bytes()).iter().enumerate() {
+            hex[2 * i] = HEX[usize::from(byte >> 4)];
+            hex[2 * i + 1] = HEX[usize::from(byte & 0xf)];
+        }
+        Self(hex)
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Hex digits only, so always UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for CookieValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// `[a-zA-Z0-9_-]+`, the names `router.openshift.io/cookie_name` accepts.

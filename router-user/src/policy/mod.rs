@@ -19,7 +19,7 @@ pub use balance::BalanceAlgorithm;
 pub use client_tls::{
     client_tls_request, ClientTlsRequest, CLIENT_TLS_CA, CLIENT_TLS_SUBJECT_FILTER, CLIENT_TLS_VERIFY, DEFAULT_CA_KEY,
 };
-pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, SameSite};
+pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, CookieValue, SameSite};
 pub use forwarded::ForwardedPolicy;
 pub use header_actions::{Direction, HeaderAction, HeaderOp, ValueTemplate};
 pub use hsts::parse_hsts;

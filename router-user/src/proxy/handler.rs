@@ -463,8 +463,8 @@ impl HttpProxy {
         let headers = response.headers_mut();
         strip_hop_by_hop(headers, false);
         if let Some(cookie) = &backend.policy.cookie {
-            let value = &lease.endpoint().cookie;
-            if client_cookie.as_deref() != Some(value.as_str()) {
+            let value = lease.endpoint().cookie.as_str();
+            if client_cookie.as_deref() != Some(value) {
                 insert_cookie(headers, &cookie.set_cookie(value));
             }
         }

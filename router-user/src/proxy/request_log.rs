@@ -140,7 +140,7 @@ impl RequestLog {
             if let Some(cookie) = &backend.policy.cookie {
                 let sent = cookie_value(&self.cookies, &cookie.name);
                 record.termination = match sent {
-                    Some(value) if value == endpoint.cookie => record.termination.with_cookie(b'V', b'N'),
+                    Some(value) if value == endpoint.cookie.as_str() => record.termination.with_cookie(b'V', b'N'),
                     Some(_) => record.termination.with_cookie(b'I', b'I'),
                     None => record.termination.with_cookie(b'N', b'I'),
                 };

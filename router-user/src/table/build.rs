@@ -18,7 +18,7 @@ use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettin
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
-use crate::policy::{md5_hex, RoutePolicy, RouterDefaults};
+use crate::policy::{CookieValue, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
 use crate::tls::CertStoreBuilder;
 
@@ -245,12 +245,13 @@ fn backend_for(
     let weights = endpoint_weights(&counts);
     let freed = Arc::new(Notify::new());
     let mut seen = HashSet::new();
-    let mut endpoints = Vec::new();
+    // Sized to fit: the table keeps it as long as the route is served.
+    let mut endpoints = Vec::with_capacity(counts.iter().map(|(_, count)| count).sum());
     for ((_, found), weight) in services.into_iter().zip(weights) {
         for endpoint in found.into_iter().filter(|e| seen.insert(e.addr)) {
             endpoints.push(Endpoint {
                 addr: endpoint.addr,
-                cookie: md5_hex(&endpoint.id),
+                cookie: CookieValue::of(&endpoint.id),
                 id: endpoint.id,
                 weight,
                 health: EndpointHealth::default(),
@@ -261,6 +262,8 @@ fn backend_for(
             });
         }
     }
+    // An address in two services is served once.
+    endpoints.shrink_to_fit();
 
     let prefix = match tls.termination {
         None => "be_http",
@@ -309,8 +312,9 @@ mod tests {
                  addressType: IPv4\nports: [{{name: http, port: 8080, protocol: TCP}}]\n\
                  endpoints: [{{addresses: [\"{ip}\"]}}, {{addresses: [\"10.0.0.99\"]}}]\n"
             );
-            let slice = Arc::new(serde_saphyr::from_str(&yaml).expect("test slice"));
-            snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), slice);
+            let slice: k8s_openapi::api::discovery::v1::EndpointSlice =
+                serde_saphyr::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-1")), Arc::new(slice.into()));
         }
         snapshot
     }

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use super::endpoints::{service_of, EndpointIndex, ServiceRef};
+use super::endpoints::{EndpointIndex, ServiceRef};
 use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 pub struct Changes<'a> {
@@ -30,7 +30,7 @@ impl<'a> Changes<'a> {
         });
         let mut slices = HashSet::new();
         for_each_difference(&before.endpoint_slices, &now.endpoint_slices, PartialEq::eq, |_, key, slice| {
-            slices.extend(service_of(slice).map(|service| (key.namespace.as_str(), service)));
+            slices.extend(slice.service().map(|service| (key.namespace.as_str(), service)));
         });
         let mut endpoints = HashSet::new();
         for_each_difference(&before.endpoints, &now.endpoints, PartialEq::eq, |_, key, _| {

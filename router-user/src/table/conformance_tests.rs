@@ -141,7 +141,7 @@ fn endpoints_come_from_ready_slice_addresses_of_every_weighted_service() {
         ("alt", "- addresses: [10.0.1.1, 127.0.0.1]\n"),
         ("off", "- addresses: [10.0.2.1]\n"),
     ] {
-        snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-x")), Arc::new(slice(service, addresses)));
+        snapshot.endpoint_slices.insert(ObjectKey::new("ns", format!("{service}-x")), Arc::new(slice(service, addresses).into()));
     }
     let strict = build(&snapshot, &BuildOptions { allow_loopback_endpoints: false, ..Default::default() }, 1);
     let backend = strict.lookup("e.example.com", "/").expect("route");
@@ -162,7 +162,7 @@ fn core_endpoints_serve_a_service_without_slices() {
         "apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: 10.9.0.1, targetRef: {kind: Pod, name: web-1}}]\n  notReadyAddresses: [{ip: 10.9.0.2}]\n  ports: [{name: web, port: 80}]\n",
     )
     .expect("endpoints");
-    snapshot.endpoints.insert(ObjectKey::new("ns", "svc"), Arc::new(endpoints));
+    snapshot.endpoints.insert(ObjectKey::new("ns", "svc"), Arc::new(endpoints.into()));
     let table = table(&snapshot);
     let backend = table.lookup("c.example.com", "/x").expect("route");
     let ids: Vec<&str> = backend.endpoints.iter().map(|e| e.id.as_str()).collect();

@@ -1,20 +1,15 @@
 //! Service endpoints as the router uses them: ready addresses from EndpointSlices (or core Endpoints when a
-//! service has no slices), TCP ports only, filtered by the route's `targetPort`, unsafe addresses dropped. Only
-//! `IPv4` and `IPv6` slices give endpoints, and only addresses of their family (`model::AddressFamily`).
+//! service has no slices), filtered by the route's `targetPort`, unsafe addresses dropped. The stored slices
+//! hold TCP ports only, and only addresses of an `IPv4` or `IPv6` slice's family (`model::StoredSlice`).
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
-use k8s_openapi::api::core::v1::Endpoints;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::model::{AddressFamily, ObjectKey, Snapshot};
-
-/// The label an EndpointSlice carries naming its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+use crate::model::{EndpointPort, EndpointSet, ObjectKey, Snapshot, StoredSlice};
 
 /// One ready `ip:port` of a service, with the OpenShift server id (`pod:<pod>:<svc>:<port>:<ip>:<port>` or
 /// `ept:<svc>:<port>:<ip>:<port>`).
@@ -46,7 +41,7 @@ pub struct EndpointIndex<'a> {
 struct Grouped<'a> {
     /// Service -> its position in `slices` (a position, not a reference, so lookups may use shorter-lived keys).
     services: HashMap<ServiceRef<'a>, usize>,
-    slices: Vec<Vec<&'a EndpointSlice>>,
+    slices: Vec<Vec<&'a StoredSlice>>,
 }
 
 impl<'a> EndpointIndex<'a> {
@@ -55,13 +50,13 @@ impl<'a> EndpointIndex<'a> {
     }
 
     /// The slices of `namespace/service`, in key order; empty when it has none.
-    pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a EndpointSlice]> {
+    pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a StoredSlice]> {
         if self.grouped.get().is_none() && self.scans.get() < SCANS_BEFORE_INDEXING {
             self.scans.set(self.scans.get() + 1);
             let from = ObjectKey::new(namespace, "");
             let in_namespace =
                 self.snapshot.endpoint_slices.iter_from(&from).take_while(|(key, _)| key.namespace == namespace);
-            let found = in_namespace.map(|(_, slice)| &**slice).filter(|slice| service_of(slice) == Some(service));
+            let found = in_namespace.map(|(_, slice)| &**slice).filter(|slice| slice.service() == Some(service));
             return Cow::Owned(found.collect());
         }
         let grouped = self.grouped.get_or_init(|| Grouped::new(self.snapshot));
@@ -78,64 +73,30 @@ impl<'a> EndpointIndex<'a> {
         let slices = self.slices_of(&service.namespace, &service.name);
         if slices.is_empty() {
             if let Some(endpoints) = self.snapshot.endpoints.get(service) {
-                self.collect_endpoints(service, endpoints, target_port, &mut found);
+                for set in endpoints.subsets.iter() {
+                    self.collect(service, set, target_port, &mut found);
+                }
             }
         }
         for slice in slices.iter() {
-            self.collect_slice(service, slice, target_port, &mut found);
+            self.collect(service, &slice.endpoints, target_port, &mut found);
         }
         let mut seen = HashSet::new();
         found.retain(|e| seen.insert(e.addr));
         found
     }
 
-    fn collect_slice(
+    /// The ready addresses of `set` on each of its ports `target_port` selects.
+    fn collect(
         &self,
         service: &ObjectKey,
-        slice: &EndpointSlice,
+        set: &EndpointSet,
         target_port: Option<&IntOrString>,
         out: &mut Vec<ServiceEndpoint>,
     ) {
-        let Some(family) = AddressFamily::of(&slice.address_type) else { return };
-        for port in slice.ports.iter().flatten() {
-            let (Some(number), name) = (port.port, port.name.as_deref().unwrap_or("")) else { continue };
-            if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, number) {
-                continue;
-            }
-            for endpoint in &slice.endpoints {
-                // Only ready endpoints; an absent condition means ready.
-                let ready = endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
-                if !ready {
-                    continue;
-                }
-                let pod = pod_name(endpoint.target_ref.as_ref());
-                let port = PortInfo { name, number, h2c: is_h2c(port.app_protocol.as_deref()) };
-                for ip in endpoint.addresses.iter().filter_map(|address| family.parse(address)) {
-                    self.push(service, pod, &port, ip, out);
-                }
-            }
-        }
-    }
-
-    fn collect_endpoints(
-        &self,
-        service: &ObjectKey,
-        endpoints: &Endpoints,
-        target_port: Option<&IntOrString>,
-        out: &mut Vec<ServiceEndpoint>,
-    ) {
-        for subset in endpoints.subsets.iter().flatten() {
-            for port in subset.ports.iter().flatten() {
-                let name = port.name.as_deref().unwrap_or("");
-                if !is_tcp(port.protocol.as_deref()) || !port_selected(target_port, name, port.port) {
-                    continue;
-                }
-                let info = PortInfo { name, number: port.port, h2c: is_h2c(port.app_protocol.as_deref()) };
-                for address in subset.addresses.iter().flatten() {
-                    let Ok(ip) = address.ip.parse::<IpAddr>() else { continue };
-                    let pod = pod_name(address.target_ref.as_ref());
-                    self.push(service, pod, &info, ip, out);
-                }
+        for port in set.ports.iter().filter(|port| port_selected(target_port, &port.name, port.number)) {
+            for address in set.addresses.iter().filter(|address| address.ready) {
+                self.push(service, address.pod.as_deref(), port, address.ip, out);
             }
         }
     }
@@ -144,28 +105,29 @@ impl<'a> EndpointIndex<'a> {
         &self,
         service: &ObjectKey,
         pod: Option<&str>,
-        port_info: &PortInfo<'_>,
+        port: &EndpointPort,
         ip: IpAddr,
         out: &mut Vec<ServiceEndpoint>,
     ) {
-        let port_name = port_info.name;
-        let Ok(port) = u16::try_from(port_info.number) else { return };
         if !is_routable(ip, self.allow_loopback) {
             return;
         }
-        let id = match pod {
-            Some(pod) => format!("pod:{pod}:{}:{port_name}:{ip}:{port}", service.name),
-            None => format!("ept:{}:{port_name}:{ip}:{port}", service.name),
+        let (port_name, number) = (&port.name, port.number);
+        let mut id = match pod {
+            Some(pod) => format!("pod:{pod}:{}:{port_name}:{ip}:{number}", service.name),
+            None => format!("ept:{}:{port_name}:{ip}:{number}", service.name),
         };
-        out.push(ServiceEndpoint { addr: SocketAddr::new(ip, port), id, h2c: port_info.h2c });
+        // `format!` leaves room (64 bytes for a 44-byte id); the table keeps every id as long as it serves.
+        id.shrink_to_fit();
+        out.push(ServiceEndpoint { addr: SocketAddr::new(ip, number), id, h2c: port.h2c });
     }
 }
 
 impl<'a> Grouped<'a> {
     fn new(snapshot: &'a Snapshot) -> Self {
-        let (mut services, mut slices) = (HashMap::new(), Vec::<Vec<&EndpointSlice>>::new());
+        let (mut services, mut slices) = (HashMap::new(), Vec::<Vec<&StoredSlice>>::new());
         for (key, slice) in &snapshot.endpoint_slices {
-            if let Some(service) = service_of(slice) {
+            if let Some(service) = slice.service() {
                 let at = *services.entry((key.namespace.as_str(), service)).or_insert_with(|| {
                     slices.push(Vec::new());
                     slices.len() - 1
@@ -177,38 +139,13 @@ impl<'a> Grouped<'a> {
     }
 }
 
-/// The Service an EndpointSlice belongs to (its `kubernetes.io/service-name` label).
-pub fn service_of(slice: &EndpointSlice) -> Option<&str> {
-    slice.metadata.labels.as_ref().and_then(|labels| labels.get(SERVICE_NAME_LABEL)).map(String::as_str)
-}
-
-/// An endpoint port as the server id and the upstream protocol need it.
-struct PortInfo<'a> {
-    name: &'a str,
-    number: i32,
-    h2c: bool,
-}
-
-/// appProtocol values that mean HTTP/2 over cleartext with prior knowledge.
-fn is_h2c(app_protocol: Option<&str>) -> bool {
-    matches!(app_protocol, Some("h2c" | "kubernetes.io/h2c"))
-}
-
-fn is_tcp(protocol: Option<&str>) -> bool {
-    matches!(protocol, None | Some("TCP"))
-}
-
-fn port_selected(target_port: Option<&IntOrString>, name: &str, number: i32) -> bool {
+fn port_selected(target_port: Option<&IntOrString>, name: &str, number: u16) -> bool {
     match target_port {
         None => true,
-        Some(IntOrString::Int(want)) => *want == number,
+        Some(IntOrString::Int(want)) => *want == i32::from(number),
         // A string target port names the port, or is a number written as a string.
         Some(IntOrString::String(want)) => want == name || *want == number.to_string(),
     }
-}
-
-fn pod_name(target: Option<&k8s_openapi::api::core::v1::ObjectReference>) -> Option<&str> {
-    target.filter(|t| t.kind.as_deref() == Some("Pod")).and_then(|t| t.name.as_deref())
 }
 
 /// The OpenShift router never sends traffic to loopback, link-local, multicast, unspecified or cloud metadata
@@ -235,6 +172,8 @@ pub fn is_routable(ip: IpAddr, allow_loopback: bool) -> bool {
 mod tests {
     use std::sync::Arc;
 
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+
     use super::*;
 
     #[test]
@@ -252,8 +191,8 @@ mod tests {
                 "metadata: {{name: {name}, namespace: {namespace}, labels: {{kubernetes.io/service-name: {service}}}}}\n\
                  addressType: IPv4\nports: [{{name: http, port: 80}}]\nendpoints: [{{addresses: [\"{ip}\"]}}]\n"
             );
-            let slice = serde_saphyr::from_str(&yaml).expect("test slice");
-            snapshot.endpoint_slices.insert(ObjectKey::new(namespace, name), Arc::new(slice));
+            let slice: EndpointSlice = serde_saphyr::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new(namespace, name), Arc::new(slice.into()));
         }
         let index = EndpointIndex::new(&snapshot, false);
         let services = [("x", "a"), ("x", "b"), ("y", "a"), ("y", "b"), ("z", "a")];
@@ -288,8 +227,8 @@ mod tests {
                  addressType: {address_type}\nports: [{{name: http, port: 80}}]\n\
                  endpoints: [{{addresses: [\"{address}\"]}}]\n"
             );
-            let slice = serde_saphyr::from_str(&yaml).expect("test slice");
-            snapshot.endpoint_slices.insert(ObjectKey::new("x", name), Arc::new(slice));
+            let slice: EndpointSlice = serde_saphyr::from_str(&yaml).expect("test slice");
+            snapshot.endpoint_slices.insert(ObjectKey::new("x", name), Arc::new(slice.into()));
         }
         let index = EndpointIndex::new(&snapshot, false);
         let found: Vec<String> =

@@ -30,14 +30,14 @@ use arc_swap::ArcSwap;
 use crate::balance::{Balancer, Candidate, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::ObjectKey;
-use crate::policy::RoutePolicy;
+use crate::policy::{CookieValue, RoutePolicy};
 use crate::protection::{ConnectionSlots, RateLimiter};
 
 pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, build_from, BuildOptions};
 pub use client_auth_hosts::ClientAuthHosts;
 pub use client_tls::CLIENT_TLS_VALIDATION_FAILED;
-pub use endpoints::{is_routable, ServiceEndpoint, SERVICE_NAME_LABEL};
+pub use endpoints::{is_routable, ServiceEndpoint};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
 pub use rules::HostRules;
@@ -85,7 +85,7 @@ pub struct Endpoint {
     /// OpenShift server id, e.g. `pod:web-1:web:http:10.1.0.5:8080`.
     pub id: String,
     /// Sticky-cookie value naming this endpoint (hex MD5 of the id).
-    pub cookie: String,
+    pub cookie: CookieValue,
     /// Balancing weight; 0 takes no new clients but keeps sticky ones.
     pub weight: u32,
     pub health: EndpointHealth,
@@ -151,7 +151,7 @@ impl Backend {
 
     /// The endpoint a sticky cookie names, if it still exists and is up (weight 0 included).
     pub fn by_cookie(&self, value: &str) -> Option<usize> {
-        self.endpoints.iter().position(|e| e.cookie == value && e.health.is_up())
+        self.endpoints.iter().position(|e| e.cookie.as_str() == value && e.health.is_up())
     }
 
     /// Takes over the health of `old`'s endpoints (the same route's previous backend) with the same server id.

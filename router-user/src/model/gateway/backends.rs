@@ -51,19 +51,14 @@ pub fn backends(
                 None
             }
             Some(service) => {
-                let ports = service.spec.as_ref().and_then(|s| s.ports.as_ref());
-                let port = backend.port.and_then(|n| ports?.iter().find(|p| p.port == n));
+                let port = backend.port.and_then(|n| service.ports.iter().find(|p| p.port == n));
                 match (backend.port, port) {
                     (Some(number), None) => {
                         let message = format!("Service {namespace}/{} has no port {number}", backend.name);
                         unresolved.push(Problem::new("BackendNotFound", message));
                         None
                     }
-                    (_, Some(port)) => match (&port.name, &port.target_port) {
-                        (Some(name), _) if !name.is_empty() => Some(IntOrString::String(name.clone())),
-                        (_, Some(target)) => Some(target.clone()),
-                        _ => Some(IntOrString::Int(port.port)),
-                    },
+                    (_, Some(port)) => Some(port.route_target_port()),
                     (None, None) => None,
                 }
             }

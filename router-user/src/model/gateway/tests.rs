@@ -23,7 +23,8 @@ fn snapshot() -> Snapshot {
         "metadata": {"name": "web", "namespace": "ns"},
         "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"port": 81, "targetPort": 9090}]}
     }));
-    snapshot.services.insert(ObjectKey::new("ns", "web"), service);
+    let service = Arc::unwrap_or_clone(service).into();
+    snapshot.services.insert(ObjectKey::new("ns", "web"), Arc::new(service));
     let secret: Arc<Secret> = object(json!({
         "metadata": {"name": "cert", "namespace": "ns"},
         "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}

@@ -61,7 +61,7 @@ impl Draft {
             });
         let mut spec = spec(host, &forward.backends.to, &forward.backends.alternates, forward.backends.port.clone());
         spec.path = Some(path.to_string());
-        spec.http_headers = headers;
+        spec.http_headers = headers.map(Box::new);
         Self {
             route: Route { metadata, spec, status: None },
             http: false,
@@ -111,7 +111,8 @@ impl Draft {
                 ..tls("edge")
             }),
             (false, None) => None,
-        };
+        }
+        .map(Box::new);
         self.route
     }
 }

@@ -22,7 +22,7 @@ fn snapshot_with_web_service() -> Snapshot {
     }))
     .expect("service fixture");
     let mut snapshot = Snapshot::default();
-    snapshot.services.insert(ObjectKey::new("ns", "web"), Arc::new(service));
+    snapshot.services.insert(ObjectKey::new("ns", "web"), Arc::new(service.into()));
     snapshot
 }
 

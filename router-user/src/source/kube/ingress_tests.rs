@@ -1,15 +1,13 @@
 //! The Kubernetes source and the manifest source make the same routes of one Ingress (with its Service and TLS
 //! Secret): both put the Ingress in the snapshot and run the snapshot's Ingress step.
 
-use std::fmt::Debug;
-
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, Lookup, Store};
 use kube::runtime::watcher::Event;
-use kube::Resource;
 use serde::de::DeserializeOwned;
 
+use super::kept::Kept;
 use super::stores::{SliceStore, Stores};
 use crate::model::{ObjectKey, Objects, Route};
 use crate::source::manifest::ManifestSource;
@@ -28,7 +26,7 @@ fn objects_of<K: DeserializeOwned>(kind: &str) -> Vec<K> {
 
 fn store_of<K>(objects: Vec<K>) -> Store<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+    K: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
     let (reader, mut writer) = reflector::store();
     writer.apply_watcher_event(&Event::Init);
@@ -48,7 +46,7 @@ fn routes_of(routes: &Objects<ObjectKey, Route>) -> Vec<(ObjectKey, serde_json::
 fn an_ingress_makes_the_same_routes_from_the_api_as_from_a_manifest_file() {
     let stores = Stores {
         routes: store_of(Vec::new()),
-        services: store_of(objects_of::<Service>("Service")),
+        services: store_of(objects_of::<Service>("Service").into_iter().map(Kept::keep).collect()),
         slices: SliceStore::Off,
         endpoints: None,
         namespaces: store_of(Vec::new()),

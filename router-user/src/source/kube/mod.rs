@@ -11,6 +11,7 @@
 //! - `decoded`: objects decoded one at a time, so one that does not decode cannot fail a whole list or watch.
 //! - `sieve`: what a reflector stores; undecodable and unusable objects are left out and reported once.
 //! - `skipped`: the objects left out now (shown on `/debug/skipped`).
+//! - `kept`: what a store holds of a Service, EndpointSlice or core Endpoints (the part the router reads).
 //! - `stores`: the reflector stores and the `Snapshot` built from them.
 //! - `endpointslice_v1beta1`: the v1beta1 EndpointSlice type and its conversion to v1.
 //! - `batch`: coalescing changes into snapshots.
@@ -32,6 +33,7 @@ mod error;
 mod gateway_status;
 #[cfg(test)]
 mod ingress_tests;
+mod kept;
 mod per_table;
 mod preflight;
 mod reflect;
@@ -51,9 +53,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{Lookup, Store};
 use kube::runtime::watcher;
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
@@ -66,14 +68,15 @@ pub use skipped::{SkippedObject, SkippedObjects};
 pub use status::desired_entry;
 
 use self::decoded::Decoded;
-use self::reflect::{reflect, Watched};
+use self::kept::Kept;
+use self::reflect::{reflect, without_bookkeeping, Watched};
 use self::sieve::Usability;
 use self::stores::{
     config_map_relevance, gateway_relevance, http_route_relevance, route_relevance, tls_route_relevance, GatewayStores,
     SliceStore, Stores,
 };
 use crate::metrics::Metrics;
-use crate::model::{unusable_address_type, Route};
+use crate::model::{unusable_address_type, ObjectKey, Route, StoredEndpoints, StoredService, StoredSlice};
 use crate::source::SourceUpdate;
 use crate::table::RouteTable;
 
@@ -109,9 +112,10 @@ struct Reflectors {
 }
 
 impl Reflectors {
-    fn watch<K>(&mut self, watched: Watched<K>) -> Store<K>
+    fn watch<K, S>(&mut self, watched: Watched<K, S>) -> Store<S>
     where
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        S: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static,
     {
         let api = Api::<Decoded<K>>::all(self.client.clone());
         let (store, task) = reflect(api, watched, self.changes.clone(), self.skipped.clone(), self.metrics.clone());
@@ -120,14 +124,37 @@ impl Reflectors {
     }
 }
 
-/// A reflector's settings: every object of `resource`, each update a change, every decoded object usable.
-fn all<K>(resource: &'static str) -> Watched<K> {
-    Watched { resource, config: watcher::Config::default(), relevance: None, usability: None }
+/// A reflector's settings: every object of `resource`, each update a change, every decoded object usable and
+/// kept whole but for its bookkeeping.
+fn all<K: Resource>(resource: &'static str) -> Watched<K, K> {
+    Watched {
+        resource,
+        config: watcher::Config::default(),
+        relevance: None,
+        usability: None,
+        keep: without_bookkeeping,
+    }
 }
 
-/// EndpointSlices, those whose `addressType` gives no backends left out (and reported).
-fn slices<K>(usability: Usability<K>) -> Watched<K> {
-    Watched { usability: Some(usability), ..all("endpointslices") }
+/// Every object of `resource`, each update a change, stored as the part the router reads (`T`).
+fn kept<K: Resource, T: From<K>>(resource: &'static str) -> Watched<K, Kept<K, T>> {
+    Watched { resource, config: watcher::Config::default(), relevance: None, usability: None, keep: Kept::keep }
+}
+
+/// EndpointSlices, those whose `addressType` gives no backends left out (and reported), stored as the part
+/// the router reads.
+fn slices<K: Resource>(
+    usability: Usability<K>,
+    keep: fn(K) -> Kept<K, StoredSlice>,
+) -> Watched<K, Kept<K, StoredSlice>> {
+    let config = watcher::Config::default();
+    Watched { resource: "endpointslices", config, relevance: None, usability: Some(usability), keep }
+}
+
+/// A v1beta1 EndpointSlice as the store keeps it: converted to v1 first.
+fn keep_v1beta1(slice: EndpointSliceV1beta1) -> Kept<EndpointSliceV1beta1, StoredSlice> {
+    let key = ObjectKey::new(ResourceExt::namespace(&slice).unwrap_or_default(), slice.name_any());
+    Kept::new(key, slice.into_v1().into())
 }
 
 fn slice_v1_usability(slice: &EndpointSlice) -> Option<String> {
@@ -192,20 +219,20 @@ async fn run(
         metrics: metrics.clone(),
         tasks: Vec::new(),
     };
-    let routes = reflectors.watch::<Route>(Watched { relevance: Some(route_relevance), ..all("routes") });
-    let services = reflectors.watch::<Service>(all("services"));
+    let routes = reflectors.watch(Watched { relevance: Some(route_relevance), ..all::<Route>("routes") });
+    let services = reflectors.watch(kept::<Service, StoredService>("services"));
     let slices = match (options.watch_endpoints, slices_v1) {
         (true, _) => SliceStore::Off,
-        (false, true) => SliceStore::V1(reflectors.watch(slices(slice_v1_usability))),
-        (false, false) => SliceStore::V1beta1(reflectors.watch(slices(slice_v1beta1_usability))),
+        (false, true) => SliceStore::V1(reflectors.watch(slices(slice_v1_usability, Kept::keep))),
+        (false, false) => SliceStore::V1beta1(reflectors.watch(slices(slice_v1beta1_usability, keep_v1beta1))),
     };
-    let endpoints = options.watch_endpoints.then(|| reflectors.watch::<Endpoints>(all("endpoints")));
-    let namespaces = reflectors.watch::<Namespace>(all("namespaces"));
+    let endpoints = options.watch_endpoints.then(|| reflectors.watch(kept::<Endpoints, StoredEndpoints>("endpoints")));
+    let namespaces = reflectors.watch(all::<Namespace>("namespaces"));
     let tls_only = watcher::Config::default().fields("type=kubernetes.io/tls");
-    let secrets = reflectors.watch::<Secret>(Watched { config: tls_only, ..all("secrets") });
+    let secrets = reflectors.watch(Watched { config: tls_only, ..all::<Secret>("secrets") });
     let config_maps =
-        reflectors.watch::<ConfigMap>(Watched { relevance: Some(config_map_relevance), ..all("configmaps") });
-    let ingresses = reflectors.watch::<Ingress>(all("ingresses"));
+        reflectors.watch(Watched { relevance: Some(config_map_relevance), ..all::<ConfigMap>("configmaps") });
+    let ingresses = reflectors.watch(all::<Ingress>("ingresses"));
     let gateway = (!options.gateway_class.is_empty()).then(|| GatewayStores {
         class: options.gateway_class.clone(),
         gateways: reflectors.watch(Watched { relevance: Some(gateway_relevance), ..all("gateways") }),

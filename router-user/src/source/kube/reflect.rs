@@ -1,17 +1,18 @@
 //! One reflector per resource: list and watch with backoff (`backoff`) into a `Store`, objects decoded one at a
-//! time (`decoded`) and only usable ones stored (`sieve`), `managedFields` stripped, and a signal on every change
-//! that can alter the table. A failed watch relists (a 410 Gone included); while the apiserver is away the store
+//! time (`decoded`) and only usable ones stored (`sieve`), `managedFields` stripped or only the fields the router
+//! reads kept (`keep`), and a signal on every change that can alter the table. A failed watch relists (a 410 Gone included); while the apiserver is away the store
 //! keeps its last contents, so the table built from it keeps serving.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures_util::StreamExt;
-use kube::runtime::reflector::{self, Store};
+use futures_util::{StreamExt, TryStreamExt};
+use kube::runtime::reflector::{self, Lookup, Store};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tracing::{info, warn};
@@ -27,31 +28,40 @@ use crate::model::drop_bookkeeping;
 /// rebuild is signalled. `None` means every update matters.
 pub type Relevance<K> = fn(&K) -> String;
 
-/// What a reflector watches and how it judges objects.
-pub struct Watched<K> {
+/// What a reflector watches, how it judges objects of `K`, and what its store keeps of them (`S`).
+pub struct Watched<K, S> {
     /// The resource's plural, for logs and metric labels.
     pub resource: &'static str,
     pub config: watcher::Config,
-    pub relevance: Option<Relevance<K>>,
+    pub relevance: Option<Relevance<S>>,
     /// Objects it refuses are left out of the store, as undecodable ones are.
     pub usability: Option<Usability<K>>,
+    /// What the store keeps of an object: `without_bookkeeping`, or a `Kept` part.
+    pub keep: fn(K) -> S,
+}
+
+/// The whole object without the server's bookkeeping (`managedFields`, the last-applied annotation).
+pub fn without_bookkeeping<K: Resource>(mut object: K) -> K {
+    drop_bookkeeping(object.meta_mut());
+    object
 }
 
 /// A reflector for `api` and the future that drives it; the store fills once the future runs. Objects left out
 /// are recorded in `skipped`.
-pub fn reflect<K>(
+pub fn reflect<K, S>(
     api: Api<Decoded<K>>,
-    watched: Watched<K>,
+    watched: Watched<K, S>,
     changes: Arc<Notify>,
     skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
-) -> (Store<K>, impl Future<Output = ()> + Send)
+) -> (Store<S>, impl Future<Output = ()> + Send)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    S: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    let Watched { resource, config, relevance, usability } = watched;
-    let (reader, writer) = reflector::store();
-    let mut sieve = Sieve::new(resource, usability, skipped, metrics.clone());
+    let Watched { resource, config, relevance, usability, keep } = watched;
+    let (reader, mut writer) = reflector::store();
+    let mut sieve = Sieve::new(resource, usability, keep, skipped, metrics.clone());
     let stored = reader.clone();
     let stream = watcher(api, config)
         .backoff(WatchBackoff::default())
@@ -62,8 +72,11 @@ where
             };
             std::future::ready(sifted)
         })
-        .modify(|object: &mut K| drop_bookkeeping(object.meta_mut()))
-        .reflect(writer);
+        // What `WatchStreamExt::reflect` does, which asks for a `Resource` where a store needs only `Lookup`.
+        .map_ok(move |event| {
+            writer.apply_watcher_event(&event);
+            event
+        });
     let drive = async move {
         let mut seen: HashMap<(String, String), String> = HashMap::new();
         let mut failing = false;
@@ -112,6 +125,7 @@ where
     (reader, drive)
 }
 
-fn key<K: Resource>(object: &K) -> (String, String) {
-    (object.namespace().unwrap_or_default(), object.name_any())
+fn key<S: Lookup>(object: &S) -> (String, String) {
+    let name = |part: Option<Cow<'_, str>>| part.map(Cow::into_owned).unwrap_or_default();
+    (name(object.namespace()), name(object.name()))
 }

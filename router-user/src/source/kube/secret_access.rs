@@ -133,7 +133,7 @@ mod tests {
             external_certificate: Some(LocalObjectReference { name: "cert".into() }),
             ..Default::default()
         };
-        let mut route = Route::new("web", RouteSpec { tls: Some(tls), ..Default::default() });
+        let mut route = Route::new("web", RouteSpec { tls: Some(Box::new(tls)), ..Default::default() });
         route.metadata.namespace = Some("shop".into());
         route.metadata.uid = Some("uid-1".into());
         route.metadata.generation = Some(generation);

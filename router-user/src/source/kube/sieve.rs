@@ -2,13 +2,14 @@
 //! decode, or that cannot be used (an EndpointSlice whose `addressType` gives no backends), is left out (an
 //! earlier version of it leaves the store) and reported once: a warning with its kind, namespace and name, one
 //! count in `router_kube_objects_skipped_total`, and an entry in `/debug/skipped` while it stays so. Every other
-//! object of its kind keeps flowing.
+//! object of its kind keeps flowing. What goes into the store is what is kept of the object (`keep`): the
+//! object without its bookkeeping, or the part the router reads (`Kept`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{Lookup, ObjectRef};
 use kube::runtime::watcher::Event;
 use kube::Resource;
 use tracing::{info, warn};
@@ -21,25 +22,27 @@ use crate::model::ObjectKey;
 /// Why an object that decoded cannot be used, or `None` when it can.
 pub type Usability<K> = fn(&K) -> Option<String>;
 
-/// Sifts one reflector's watcher events.
-pub struct Sieve<K> {
+/// Sifts one reflector's watcher events of `K` into events of what its store keeps, `S`.
+pub struct Sieve<K, S> {
     resource: &'static str,
     kind: String,
     usability: Option<Usability<K>>,
+    keep: fn(K) -> S,
     /// During a relist: the keys left out so far.
     relisted: Option<HashSet<ObjectKey>>,
     skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 }
 
-impl<K: Resource<DynamicType = ()> + Clone> Sieve<K> {
+impl<K: Resource<DynamicType = ()>, S: Lookup<DynamicType = ()> + Clone> Sieve<K, S> {
     pub fn new(
         resource: &'static str,
         usability: Option<Usability<K>>,
+        keep: fn(K) -> S,
         skipped: Arc<SkippedObjects>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { resource, kind: K::kind(&()).into_owned(), usability, relisted: None, skipped, metrics }
+        Self { resource, kind: K::kind(&()).into_owned(), usability, keep, relisted: None, skipped, metrics }
     }
 
     /// The event for the store, or `None` when there is none. `stored` reads the store's current object of a
@@ -47,8 +50,8 @@ impl<K: Resource<DynamicType = ()> + Clone> Sieve<K> {
     pub fn sift(
         &mut self,
         event: Event<Decoded<K>>,
-        stored: impl Fn(&ObjectRef<K>) -> Option<Arc<K>>,
-    ) -> Option<Event<K>> {
+        stored: impl Fn(&ObjectRef<S>) -> Option<Arc<S>>,
+    ) -> Option<Event<S>> {
         match event {
             Event::Init => {
                 self.relisted = Some(HashSet::new());
@@ -84,7 +87,7 @@ impl<K: Resource<DynamicType = ()> + Clone> Sieve<K> {
                     }
                     Err(reason) => {
                         self.skip(&key, &reason);
-                        stored(&object_ref(&key)).map(|earlier| Event::Delete(K::clone(&earlier)))
+                        stored(&object_ref(&key)).map(|earlier| Event::Delete(S::clone(&earlier)))
                     }
                 }
             }
@@ -94,20 +97,20 @@ impl<K: Resource<DynamicType = ()> + Clone> Sieve<K> {
                     info!(kind = self.kind, namespace = key.namespace, name = key.name, "no longer skipped: deleted");
                 }
                 match decoded {
-                    Decoded::Object(object) => Some(Event::Delete(object)),
+                    Decoded::Object(object) => Some(Event::Delete((self.keep)(object))),
                     Decoded::Undecodable(_) => {
-                        stored(&object_ref(&key)).map(|earlier| Event::Delete(K::clone(&earlier)))
+                        stored(&object_ref(&key)).map(|earlier| Event::Delete(S::clone(&earlier)))
                     }
                 }
             }
         }
     }
 
-    /// The object, or why it is left out.
-    fn judge(&self, decoded: Decoded<K>) -> Result<K, String> {
+    /// What is kept of the object, or why it is left out.
+    fn judge(&self, decoded: Decoded<K>) -> Result<S, String> {
         match decoded {
             Decoded::Object(object) => match self.usability.and_then(|usability| usability(&object)) {
-                None => Ok(object),
+                None => Ok((self.keep)(object)),
                 Some(reason) => Err(reason),
             },
             Decoded::Undecodable(undecodable) => Err(format!("cannot be decoded: {}", undecodable.error)),
@@ -138,7 +141,7 @@ fn key_of(meta: &ObjectMeta) -> ObjectKey {
     ObjectKey::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
 }
 
-fn object_ref<K: Resource<DynamicType = ()>>(key: &ObjectKey) -> ObjectRef<K> {
+fn object_ref<S: Lookup<DynamicType = ()>>(key: &ObjectKey) -> ObjectRef<S> {
     let reference = ObjectRef::new(&key.name);
     if key.namespace.is_empty() {
         reference

@@ -1,4 +1,5 @@
-//! The reflector stores of every watched resource, and the whole-state `Snapshot` built from them.
+//! The reflector stores of every watched resource, and the whole-state `Snapshot` built from them. Services,
+//! EndpointSlices and core Endpoints are stored as the part the router reads (`Kept`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,24 +11,28 @@ use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
 use super::endpointslice_v1beta1::EndpointSliceV1beta1;
+use super::kept::Kept;
 use crate::model::gateway::{Gateway, GatewayReport, HTTPRoute, TLSRoute};
-use crate::model::{add_gateway_routes, add_ingress_routes, ObjectKey, Objects, Route, Snapshot};
+use crate::model::{
+    add_gateway_routes, add_ingress_routes, ObjectKey, Objects, Route, Snapshot, StoredEndpoints, StoredService,
+    StoredSlice,
+};
 
 /// Which EndpointSlice API the server serves, or none when core Endpoints are watched instead.
 #[derive(Clone)]
 pub enum SliceStore {
-    V1(Store<EndpointSlice>),
-    V1beta1(Store<EndpointSliceV1beta1>),
+    V1(Store<Kept<EndpointSlice, StoredSlice>>),
+    V1beta1(Store<Kept<EndpointSliceV1beta1, StoredSlice>>),
     Off,
 }
 
 #[derive(Clone)]
 pub struct Stores {
     pub routes: Store<Route>,
-    pub services: Store<Service>,
+    pub services: Store<Kept<Service, StoredService>>,
     pub slices: SliceStore,
     /// Only with `ROUTER_WATCH_ENDPOINTS`.
-    pub endpoints: Option<Store<Endpoints>>,
+    pub endpoints: Option<Store<Kept<Endpoints, StoredEndpoints>>>,
     pub namespaces: Store<Namespace>,
     /// `kubernetes.io/tls` Secrets only.
     pub secrets: Store<Secret>,
@@ -80,17 +85,13 @@ impl Stores {
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
             routes: keyed(&self.routes),
-            services: keyed(&self.services),
+            services: kept(&self.services),
             endpoint_slices: match &self.slices {
-                SliceStore::V1(store) => keyed(store),
-                SliceStore::V1beta1(store) => store
-                    .state()
-                    .into_iter()
-                    .map(|slice| (object_key(slice.as_ref()), Arc::new(EndpointSliceV1beta1::clone(&slice).into_v1())))
-                    .collect(),
+                SliceStore::V1(store) => kept(store),
+                SliceStore::V1beta1(store) => kept(store),
                 SliceStore::Off => Objects::default(),
             },
-            endpoints: self.endpoints.as_ref().map(keyed).unwrap_or_default(),
+            endpoints: self.endpoints.as_ref().map(kept).unwrap_or_default(),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
             config_maps: keyed(&self.config_maps),
@@ -115,7 +116,7 @@ impl Stores {
     pub fn gateway_report(&self) -> Arc<GatewayReport> {
         let Some(gateway) = &self.gateway else { return Arc::default() };
         let mut snapshot = Snapshot {
-            services: keyed(&self.services),
+            services: kept(&self.services),
             namespaces: self.namespaces.state().into_iter().map(|ns| (ns.name_any(), ns)).collect(),
             secrets: keyed(&self.secrets),
             gateways: keyed(&gateway.gateways),
@@ -130,6 +131,14 @@ impl Stores {
 
 fn keyed<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>) -> Objects<ObjectKey, K> {
     store.state().into_iter().map(|object| (object_key(object.as_ref()), object)).collect()
+}
+
+/// What a store of `Kept` parts holds, shared.
+fn kept<K, T>(store: &Store<Kept<K, T>>) -> Objects<ObjectKey, T>
+where
+    K: Resource<DynamicType = ()>,
+{
+    store.state().into_iter().map(|kept| (kept.key.clone(), kept.object.clone())).collect()
 }
 
 fn object_key<K: Resource>(object: &K) -> ObjectKey {

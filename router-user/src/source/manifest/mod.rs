@@ -5,7 +5,7 @@
 //! - `document`: splits a file into YAML documents with their first file line, and locates nodes
 //!   (list items, the field a path names) in them.
 //! - `parse`: turns one file's text into a per-file `Snapshot` plus `ManifestError`s.
-//! - `shrink`: gives back the spare room decoding leaves in the lists of the many objects.
+//! - `keep`: what is kept of each decoded object (Services and endpoints as the few fields the router reads).
 //! - `tree`: lists the manifest files under a path and fingerprints them for the poll fallback.
 //! - `store`: `ManifestSource`, the per-file last-good cache merged into one `SourceUpdate`.
 //! - `watch`: `spawn_watch`, notify events plus a slow poll, debounced, sending a `SourceUpdate`
@@ -15,9 +15,9 @@
 pub(crate) mod block_yaml;
 mod document;
 mod error;
+mod keep;
 // pub(crate) for `crate::fuzzing`, which reads manifest files with it.
 pub(crate) mod parse;
-mod shrink;
 mod store;
 mod tree;
 mod watch;

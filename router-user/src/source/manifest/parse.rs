@@ -23,7 +23,7 @@ use serde_path_to_error::Segment;
 use super::block_yaml;
 use super::document::{self, Document, Step};
 use super::error::ManifestError;
-use super::shrink::ShrinkLists;
+use super::keep::Keep;
 use super::yaml;
 use crate::model::gateway::{Gateway, HTTPRoute, TLSRoute};
 use crate::model::{drop_bookkeeping, ObjectKey, Objects, Route, Snapshot};
@@ -239,21 +239,20 @@ impl Ctx<'_> {
         }
     }
 
-    /// Decodes `value` as `T`, gives back its lists' spare room, strips server-side bookkeeping, keys it with
-    /// `key_of`, and stores it in the map `slot` picks.
-    fn add<K: Ord + std::fmt::Display, T: kube::Resource + DeserializeOwned + ShrinkLists>(
+    /// Decodes `value` as `T`, strips server-side bookkeeping, keys it with `key_of`, and stores what is kept of
+    /// it (`Keep`) in the map `slot` picks.
+    fn add<K: Ord + std::fmt::Display, T: kube::Resource + DeserializeOwned + Keep>(
         &mut self,
         place: Place,
         kind: &str,
         value: Body,
         key_of: fn(&mut ObjectMeta, String) -> K,
-        slot: fn(&mut Snapshot) -> &mut Objects<K, T>,
+        slot: fn(&mut Snapshot) -> &mut Objects<K, T::Kept>,
     ) {
         let mut object: T = match self.decode(place, value) {
             Ok(object) => object,
             Err(error) => return self.out.errors.push(error),
         };
-        object.shrink_lists();
         let meta = object.meta_mut();
         drop_bookkeeping(meta);
         let Some(name) = meta.name.clone().filter(|name| !name.is_empty()) else {
@@ -268,7 +267,7 @@ impl Ctx<'_> {
                 "object defined twice in one file; the later one wins"
             );
         }
-        map.insert(key, Arc::new(object));
+        map.insert(key, Arc::new(object.keep()));
     }
 
     /// Converts `value` into `T`; a failure is reported at the file line of the field its path names, with

@@ -1,4 +1,5 @@
-//! The sieve in front of a real reflector store: what is stored, what is reported, and how often.
+//! The sieve in front of a real reflector store of kept slices, as the source runs it: what is stored, what is
+//! reported, and how often.
 
 use std::sync::Arc;
 
@@ -9,8 +10,9 @@ use kube::runtime::watcher::Event;
 
 use super::Sieve;
 use crate::metrics::Metrics;
-use crate::model::unusable_address_type;
+use crate::model::{unusable_address_type, StoredSlice};
 use crate::source::kube::decoded::{Decoded, Undecodable};
+use crate::source::kube::kept::Kept;
 use crate::source::kube::skipped::SkippedObjects;
 
 fn metadata(name: &str) -> ObjectMeta {
@@ -25,10 +27,12 @@ fn undecodable(name: &str) -> Decoded<EndpointSlice> {
     Decoded::Undecodable(Box::new(Undecodable { metadata: metadata(name), error: "invalid type: null".into() }))
 }
 
+type KeptSlice = Kept<EndpointSlice, StoredSlice>;
+
 struct Reflector {
-    sieve: Sieve<EndpointSlice>,
-    writer: reflector::store::Writer<EndpointSlice>,
-    store: Store<EndpointSlice>,
+    sieve: Sieve<EndpointSlice, KeptSlice>,
+    writer: reflector::store::Writer<KeptSlice>,
+    store: Store<KeptSlice>,
     skipped: Arc<SkippedObjects>,
     metrics: Arc<Metrics>,
 }
@@ -38,7 +42,7 @@ impl Reflector {
         let (store, writer) = reflector::store();
         let (skipped, metrics) = (Arc::new(SkippedObjects::default()), Arc::new(Metrics::default()));
         let usability = |slice: &EndpointSlice| unusable_address_type(&slice.address_type);
-        let sieve = Sieve::new("endpointslices", Some(usability), skipped.clone(), metrics.clone());
+        let sieve = Sieve::new("endpointslices", Some(usability), Kept::keep, skipped.clone(), metrics.clone());
         Self { sieve, writer, store, skipped, metrics }
     }
 
@@ -51,17 +55,16 @@ impl Reflector {
         }
         match sifted {
             None => "nothing".into(),
-            Some(Event::Apply(slice)) => format!("apply {}", slice.metadata.name.unwrap_or_default()),
-            Some(Event::Delete(slice)) => format!("delete {}", slice.metadata.name.unwrap_or_default()),
-            Some(Event::InitApply(slice)) => format!("init-apply {}", slice.metadata.name.unwrap_or_default()),
+            Some(Event::Apply(slice)) => format!("apply {}", slice.key.name),
+            Some(Event::Delete(slice)) => format!("delete {}", slice.key.name),
+            Some(Event::InitApply(slice)) => format!("init-apply {}", slice.key.name),
             Some(Event::Init) => "init".into(),
             Some(Event::InitDone) => "init-done".into(),
         }
     }
 
     fn stored(&self) -> Vec<String> {
-        let mut names: Vec<String> =
-            self.store.state().iter().map(|slice| slice.metadata.name.clone().unwrap_or_default()).collect();
+        let mut names: Vec<String> = self.store.state().iter().map(|slice| slice.key.name.clone()).collect();
         names.sort();
         names
     }

@@ -1,6 +1,5 @@
 //! Tests of manifest parsing against fixtures shaped like `oc get -o yaml` output.
 
-use k8s_openapi::api::core::v1::EndpointAddress;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::tests::{clean, key};
@@ -59,8 +58,7 @@ fn kind_list_as_oc_prints_it() {
     let tls = route.spec.tls.as_ref().expect("tls");
     assert_eq!(tls.termination, "reencrypt");
     let service = &parsed.objects.services[&key("shop", "api")];
-    let ports = service.spec.as_ref().and_then(|spec| spec.ports.as_ref()).expect("ports");
-    assert_eq!(ports[0].port, 8443);
+    assert_eq!(service.ports[0].port, 8443);
     // The Deployment is ignored, not an error.
     assert_eq!(parsed.objects.routes.len() + parsed.objects.services.len(), 2);
 }
@@ -77,30 +75,26 @@ fn reencrypt_destination_ca_as_oc_prints_it() {
 fn endpoint_slice_with_ready_false_and_absent() {
     let parsed = clean(ENDPOINT_SLICE);
     let slice = &parsed.objects.endpoint_slices[&key("shop", "frontend-x7k2p")];
-    assert_eq!(slice.metadata.managed_fields, None);
-    assert_eq!(slice.address_type, "IPv4");
-    let labels = slice.metadata.labels.as_ref().expect("labels");
-    assert_eq!(labels["kubernetes.io/service-name"], "frontend");
-    let ready: Vec<Option<bool>> =
-        slice.endpoints.iter().map(|e| e.conditions.as_ref().and_then(|c| c.ready)).collect();
-    assert_eq!(ready, [Some(true), Some(false), None, None]);
-    assert!(slice.endpoints[3].conditions.is_none());
-    let ports = slice.ports.as_ref().expect("ports");
-    assert_eq!((ports[0].name.as_deref(), ports[0].port), (Some("http"), Some(8080)));
-}
-
-fn ips(addresses: &Option<Vec<EndpointAddress>>) -> Vec<&str> {
-    addresses.iter().flatten().map(|address| address.ip.as_str()).collect()
+    assert_eq!(slice.service(), Some("frontend"));
+    let addresses = &slice.endpoints.addresses;
+    let ready: Vec<(String, bool)> = addresses.iter().map(|a| (a.ip.to_string(), a.ready)).collect();
+    let want = [("10.128.2.15", true), ("10.128.3.22", false), ("10.128.4.9", true), ("10.128.5.3", true)];
+    assert_eq!(ready, want.map(|(ip, ready)| (ip.to_string(), ready)), "an absent condition means ready");
+    assert_eq!(addresses[0].pod.as_deref(), Some("frontend-7d9f8b6c5-abcde"));
+    assert_eq!((addresses[1].pod.as_deref(), addresses[1].node.as_deref()), (None, Some("worker-1")));
+    let port = &slice.endpoints.ports[0];
+    assert_eq!((&*port.name, port.number, port.h2c), ("http", 8080, false));
 }
 
 #[test]
 fn core_endpoints() {
     let parsed = clean(ENDPOINTS);
     let endpoints = &parsed.objects.endpoints[&key("shop", "frontend")];
-    let subset = &endpoints.subsets.as_ref().expect("subsets")[0];
-    assert_eq!(ips(&subset.addresses), ["10.128.2.15"]);
-    assert_eq!(ips(&subset.not_ready_addresses), ["10.128.3.22"]);
-    assert_eq!(subset.ports.as_ref().expect("ports")[0].port, 8080);
+    let subset = &endpoints.subsets[0];
+    let ips: Vec<String> = subset.addresses.iter().map(|a| a.ip.to_string()).collect();
+    assert_eq!(ips, ["10.128.2.15"], "notReadyAddresses are not kept");
+    assert_eq!(subset.addresses[0].node.as_deref(), Some("worker-0"));
+    assert_eq!(subset.ports[0].number, 8080);
 }
 
 #[test]
@@ -108,8 +102,7 @@ fn mixed_kinds_comments_empty_documents_and_default_namespace() {
     let parsed = clean(MIXED);
     let objects = &parsed.objects;
     assert!(objects.namespaces.contains_key("shop"));
-    let hello = &objects.services[&key("default", "hello")];
-    assert_eq!(hello.metadata.namespace.as_deref(), Some("default"));
+    assert!(objects.services.contains_key(&key("default", "hello")));
     assert!(objects.routes.contains_key(&key("default", "hello")));
     assert!(objects.secrets.contains_key(&key("shop", "frontend-tls")));
     // The ConfigMap is ignored.

@@ -263,9 +263,7 @@ fn a_file_read_on_several_threads_keeps_file_order_for_redefinitions_and_errors(
     docs[count - 3] = "apiVersion: v1\nkind: Service\nmetadata: [unclosed\n".to_owned();
     let text = docs.iter().map(|doc| format!("---\n{doc}")).collect::<String>();
     let parsed = parse(&text);
-    let port = |name: &str| {
-        parsed.objects.services[&key("ns", name)].spec.as_ref().and_then(|s| s.ports.as_ref()).map(|p| p[0].port)
-    };
+    let port = |name: &str| parsed.objects.services[&key("ns", name)].ports.first().map(|p| p.port);
     assert_eq!(port("twice"), Some(2), "the later definition wins across runs");
     assert_eq!(parsed.objects.services.len(), count - 3, "all but the two broken ones, and `twice` once");
     let lines: Vec<Option<usize>> = parsed.errors.iter().map(|error| error.line).collect();
