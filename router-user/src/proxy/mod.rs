@@ -45,6 +45,5 @@ pub use forwarded::{forwarded_element, ConnectionInfo};
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
 pub use header_case::{HeaderCaseMap, InvalidHeaderName};
 pub use listener::serve_http;
-pub use request_body::BoxError;
 pub use response::{ErrorFile, ProxyBody};
 pub use upstream::{Upstream, Via};

@@ -17,7 +17,10 @@ use hyper_util::client::legacy::{Builder, Client};
 
 /// A request body on its way to a pod over hyper's client: the client's stream (as the proxy watches it), or
 /// nothing.
-pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, crate::proxy::BoxError>, Empty<Bytes>>;
+/// A request body's error, whichever server read it (the proxy's `RequestBody`).
+type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+pub type UpstreamBody = Either<UnsyncBoxBody<Bytes, BodyError>, Empty<Bytes>>;
 
 /// Past this many pods, the map starts over (their idle connections close with their clients).
 const MAX_PODS: usize = 4096;

@@ -34,6 +34,8 @@ use crate::proxy::request_body::{BoxError, RequestBody};
 
 /// Room made in the read buffer before each read of a head.
 const READ_ROOM: usize = 8 * 1024;
+/// The longest a closing connection waits to flush its last bytes (a TLS close_notify).
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
 pub struct Http1Settings {
     /// Bytes of request line and header section beyond which a head gets 431.
@@ -243,8 +245,9 @@ async fn read_more<I: ClientStream>(io: &mut I, buf: &mut BytesMut) -> io::Resul
     poll_fn(|cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut *io), cx, buf)).await
 }
 
-/// Ends the connection (a TLS stream sends its close_notify) and reports `end`.
+/// Ends the connection (a TLS stream sends its close_notify) and reports `end`. Bounded: a client that reads
+/// nothing more must not hold the connection open through the close.
 async fn close<I: ClientStream>(mut io: I, end: Http1End) -> Http1End {
-    let _ = io.shutdown().await;
+    let _ = tokio::time::timeout(CLOSE_LIMIT, io.shutdown()).await;
     end
 }
