@@ -1,5 +1,5 @@
 //! The client's request body on its way to a pod, watched for the client's faults. A body that fails (chunked
-//! framing hyper's decoder refuses, a client gone mid-body, a reset HTTP/2 stream) fails the pod exchange
+//! framing the decoder refuses, a client gone mid-body, a reset HTTP/2 stream) fails the pod exchange
 //! before any last chunk or END_STREAM goes out, so the pod never gets a complete request; the failure is
 //! noted here so that the request is answered as the client's fault (400), not as the pod's (502). While the
 //! body waits for the client's bytes, the connection's client timeout runs (`BodyWait`).

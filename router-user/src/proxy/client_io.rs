@@ -1,4 +1,5 @@
-//! Client connection timers, kept in the socket wrapper because hyper has no separate idle timer:
+//! Client connection timers, kept in the socket wrapper so that both servers (the own HTTP/1.1 loop and
+//! hyper's HTTP/2) keep them alike:
 //! a request head must arrive within `http_request` (slowloris, ROUTER_SLOWLORIS_TIMEOUT, 10 s) of the
 //! connection opening or of its first byte, and an idle keep-alive connection is closed after `keep_alive`
 //! (ROUTER_SLOWLORIS_HTTP_KEEPALIVE, 300 s). While a request is being served, from its head until its
@@ -57,8 +58,7 @@ pub struct ConnectionClock {
     requests: AtomicU32,
     received: AtomicBool,
     idle_ms: AtomicU64,
-    /// The head timer passed (hyper reports a failed read of an empty buffer as a plain close, so the access
-    /// log learns it here).
+    /// The head timer passed (the access log learns it here, whichever server saw the failed read).
     head_timed_out: AtomicBool,
 }
 

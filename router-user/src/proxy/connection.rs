@@ -63,8 +63,8 @@ pub async fn serve_client<I>(
         client: timeouts.client,
         ignore_probes: access_log.ignores_probes(),
     };
-    // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 from hyper (HTTP/1: request line and
-    // header section; HTTP/2: the header list as RFC 9113 sizes it) before the request reaches the handler.
+    // ROUTER_BUF_SIZE less ROUTER_MAX_REWRITE_SIZE: a longer head gets 431 (HTTP/1: request line and header
+    // section; HTTP/2: the header list as RFC 9113 sizes it, from hyper) before the request reaches the handler.
     let head_limit = proxy.request_head_limit();
     // ROUTER_H1_CASE_ADJUST: response heads to HTTP/1 clients get the listed names' case on the way out.
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);

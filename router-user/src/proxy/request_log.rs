@@ -212,7 +212,7 @@ fn head_size<B>(request: &Request<B>, uri_len: usize) -> u64 {
 }
 
 /// Bytes of the response head as HTTP/1.1 writes it to the client: the head as sized for the pod's side, and the
-/// `date` header hyper adds when the response has none.
+/// `date` header the connection adds when the response has none (`h1::response_head`).
 fn client_response_head_size<B>(response: &Response<B>) -> u64 {
     let date = if response.headers().contains_key(http::header::DATE) { 0 } else { 37 };
     response_head_size(response) + date
@@ -223,7 +223,7 @@ fn client_response_head_size<B>(response: &Response<B>) -> u64 {
 pub enum HeadEnd {
     /// ROUTER_SLOWLORIS_TIMEOUT passed (HAProxy's `timeout http-request`).
     TimedOut,
-    /// What came was not a request (hyper answered it).
+    /// What came was not a request (answered with 400, 414 or 431).
     Malformed,
     /// The client closed the connection.
     Closed,

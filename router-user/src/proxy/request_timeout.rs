@@ -1,6 +1,6 @@
 //! The answer to an HTTP/1 client whose request head did not arrive within ROUTER_SLOWLORIS_TIMEOUT
 //! (HAProxy's `timeout http-request`): 408 with HAProxy's small HTML page, written straight to the socket by
-//! `ClientIo` before the connection closes (hyper writes nothing when its read fails). Not sent when the
+//! `ClientIo` before the connection closes (the server sees only its read fail). Not sent when the
 //! keep-alive timer closes an idle connection (HAProxy's `timeout http-keep-alive` closes silently), nor, with
 //! ROUTER_HTTP_IGNORE_PROBES, to a connection that never sent a byte.
 
