@@ -32,7 +32,7 @@ use super::client_io::HeadTiming;
 use super::compression::{GzipBody, ResponseCompression};
 use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
-use super::headers::{is_upgrade, strip_hop_by_hop};
+use super::headers::{ends_in_chunked, is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
 use super::pod::{PodConnection, PodUpgrade};
 use super::request_body::RequestBody;
@@ -494,13 +494,11 @@ impl HttpProxy {
         // with a Content-Length or chunked coding, not when the pod closes the connection.
         let delimited = matches!(response.body(), Either::Left(_))
             || headers.contains_key(header::CONTENT_LENGTH)
-            || headers.get_all(header::TRANSFER_ENCODING).iter().next_back().is_some_and(|coding| {
-                coding
-                    .as_bytes()
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
-            });
+            || headers
+                .get_all(header::TRANSFER_ENCODING)
+                .iter()
+                .next_back()
+                .is_some_and(|coding| ends_in_chunked(coding.as_bytes()));
         compression.compress_response(status, response.headers_mut(), delimited)
     }
 }

@@ -8,6 +8,16 @@ pub const PROXY: HeaderName = HeaderName::from_static("proxy");
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
+/// A `Transfer-Encoding` value whose final coding is `chunked`.
+pub fn ends_in_chunked(value: &[u8]) -> bool {
+    value.rsplit(|&b| b == b',').next().is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+}
+
+/// A comma-separated header value holds `token` (case-insensitive), as `Connection: keep-alive, close` does.
+pub fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|item| item.trim_ascii().eq_ignore_ascii_case(token))
+}
+
 /// True when the request asks to switch protocols (WebSocket and friends).
 pub fn is_upgrade(headers: &HeaderMap) -> bool {
     headers.contains_key(header::UPGRADE)

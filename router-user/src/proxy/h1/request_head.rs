@@ -14,6 +14,8 @@ use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, StatusCode, Uri, Version};
 
+use crate::proxy::headers::{ends_in_chunked, has_token};
+
 /// Header fields one request head may carry.
 pub const MAX_HEADERS: usize = 100;
 /// Header fields a request usually gains before it goes to a pod (X-Forwarded-*, Forwarded).
@@ -202,16 +204,6 @@ fn content_length(value: &[u8]) -> Option<u64> {
         return None;
     }
     value.iter().try_fold(0u64, |n, &b| b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0')))
-}
-
-/// The last coding of a Transfer-Encoding value is `chunked`.
-fn ends_in_chunked(value: &[u8]) -> bool {
-    value.rsplit(|&b| b == b',').next().is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
-}
-
-/// A comma-separated list holds `token` (case-insensitive).
-pub fn has_token(value: &[u8], token: &[u8]) -> bool {
-    value.split(|&b| b == b',').any(|item| item.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 #[cfg(test)]

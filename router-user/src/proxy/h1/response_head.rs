@@ -15,8 +15,8 @@ use http::response::Parts;
 use http::{Method, StatusCode, Version};
 
 use super::date::append_date;
-use super::request_head::has_token;
 use crate::proxy::header_case::HeaderCaseMap;
+use crate::proxy::headers::{ends_in_chunked, has_token};
 
 /// What the request said that shapes the response head.
 #[derive(Clone, Copy, Debug)]
@@ -175,10 +175,7 @@ pub fn encode_response_head(
                 }
                 BodyEncoding::Length(0)
             }
-            BodySize::Known(length) if !may_have_length => {
-                let _ = length;
-                BodyEncoding::Length(0)
-            }
+            BodySize::Known(_) if !may_have_length => BodyEncoding::Length(0),
             BodySize::Known(length) => {
                 writer.line(out, &header::CONTENT_LENGTH, itoa::Buffer::new().format(length).as_bytes());
                 BodyEncoding::Length(length)
@@ -229,10 +226,6 @@ fn adjust_connection(parts: &mut Parts, http10: bool, keep_alive: bool) {
 
 fn has_connection_token(parts: &Parts, token: &[u8]) -> bool {
     parts.headers.get_all(header::CONNECTION).iter().any(|v| has_token(v.as_bytes(), token))
-}
-
-fn ends_in_chunked(value: &[u8]) -> bool {
-    value.rsplit(|&b| b == b',').next().is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
 }
 
 /// Several values of one field on one line, comma-separated.

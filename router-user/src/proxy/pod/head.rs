@@ -7,6 +7,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{request, Method, StatusCode, Version};
 
 use crate::proxy::header_case::AdjustedCase;
+use crate::proxy::headers::{ends_in_chunked, has_token};
 
 /// At most this many response headers (hyper's default too).
 const MAX_HEADERS: usize = 100;
@@ -108,12 +109,6 @@ fn put_header(out: &mut BytesMut, name: &[u8], value: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-/// `Transfer-Encoding` whose final coding is `chunked`.
-fn ends_in_chunked(value: &[u8]) -> bool {
-    let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
-    last.trim_ascii().eq_ignore_ascii_case(b"chunked")
-}
-
 /// Parses a response head at the start of `buf`. `Ok(None)`: not complete yet. On success the head's bytes
 /// are split off `buf`; the rest (body bytes already read) stays.
 pub fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Option<ResponseHead>, HeadError> {
@@ -189,15 +184,10 @@ fn response_framing(status: StatusCode, method: &Method, headers: &HeaderMap) ->
 
 /// HTTP/1.1 stays open unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
 fn persistent(version: Version, headers: &HeaderMap) -> bool {
-    let has = |token: &str| {
-        headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .any(|v| v.as_bytes().split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes())))
-    };
+    let has = |token: &[u8]| headers.get_all(header::CONNECTION).iter().any(|v| has_token(v.as_bytes(), token));
     match version {
-        Version::HTTP_10 => has("keep-alive"),
-        _ => !has("close"),
+        Version::HTTP_10 => has(b"keep-alive"),
+        _ => !has(b"close"),
     }
 }
 
