@@ -2,7 +2,8 @@
 //! rights `deploy/rbac.yaml` grants: a Route annotated `router.openshift.io/client-tls-ca` whose ConfigMap is
 //! missing is written back as Admitted=False ClientTLSValidationFailed while another route serves; once the
 //! ConfigMap is created the route is admitted and asks for certificates from that bundle (curl --cert/--key);
-//! a bundle replaced in place is followed without a restart.
+//! a bundle replaced in place is followed without a restart; `client-tls-ca-secret` reads a kubernetes.io/tls
+//! Secret's `ca.crt` the same way.
 
 use std::time::Duration;
 
@@ -28,6 +29,14 @@ fn route(name: &str, host: &str, server_ca: &TestCa, annotations: Value) -> Valu
     })
 }
 
+/// A `kubernetes.io/tls` Secret whose `ca.crt` holds `ca`'s certificate (the form cert-manager writes).
+fn tls_secret_with_ca(name: &str, ca: &TestCa) -> Value {
+    let leaf = ca.leaf(&[name]);
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+           "metadata": {"name": name, "namespace": NS},
+           "stringData": {"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": ca.cert_pem}})
+}
+
 fn config_map(name: &str, pem: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS},
            "data": {"ca-bundle.pem": pem}})
@@ -45,11 +54,13 @@ async fn a_routes_client_ca_config_map_is_read_from_the_api_and_followed() {
     apply_all(&client, [namespace(NS, &[]), service(NS, "web")]).await;
     apply_all(&client, endpoint_slices(NS, "web", "web", &[web.addr])).await;
     let checked = json!({"router.openshift.io/client-tls-ca": "clients"});
+    let by_secret = json!({"router.openshift.io/client-tls-ca-secret": "client-ca"});
     apply_all(
         &client,
         [
             route("checked", "checked.example.com", &server_ca, checked),
             route("open", "open.example.com", &server_ca, json!({})),
+            route("by-secret", "by-secret.example.com", &server_ca, by_secret),
         ],
     )
     .await;
@@ -93,6 +104,16 @@ async fn a_routes_client_ca_config_map_is_read_from_the_api_and_followed() {
     assert_ne!(anonymous.exit_code, 0, "required: no certificate, no handshake");
     let other = curl("checked.example.com", &second_args).await;
     assert_ne!(other.exit_code, 0, "a certificate of another CA is refused");
+
+    // A Secret holds the bundle of another route.
+    wait_admitted(&client, NS, "by-secret", ROUTER, "False", "ClientTLSValidationFailed").await;
+    apply_json(&client, tls_secret_with_ca("client-ca", &second_ca)).await;
+    wait_admitted(&client, NS, "by-secret", ROUTER, "True", "").await;
+    eventually("the Secret's bundle checks its route", Duration::from_secs(20), || async {
+        (curl("by-secret.example.com", &second_args).await.status == 200).then_some(())
+    })
+    .await;
+    assert_ne!(curl("by-secret.example.com", &first_args).await.exit_code, 0, "first's CA is not in the Secret");
 
     // The bundle is replaced in place: the router follows it.
     apply_json(&client, config_map("clients", &second_ca.cert_pem)).await;

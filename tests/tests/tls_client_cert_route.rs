@@ -2,7 +2,8 @@
 //! clients: only the SNIs of annotated routes ask for a certificate (openssl s_client), each verified against its
 //! own route's ConfigMap bundle (curl --cert/--key), passed on as X-SSL-Client-*; a request for another host on
 //! the same connection (HTTP/1.1 Host, HTTP/2 :authority) gets 421 unless its route checks the same; a bundle
-//! that is missing or unparsable rejects only its route, and a fixed ConfigMap brings it back.
+//! that is missing or unparsable rejects only its route, and a fixed ConfigMap brings it back; a Secret's
+//! `ca.crt` (`client-tls-ca-secret`) serves as a bundle too.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use router_tests::{eventually, route_outcome, start_tls_router};
 const CA: &str = "router.openshift.io/client-tls-ca";
 const VERIFY: &str = "router.openshift.io/client-tls-verify";
 const FILTER: &str = "router.openshift.io/client-tls-subject-filter";
+const CA_SECRET: &str = "router.openshift.io/client-tls-ca-secret";
 
 struct Fixture {
     router: RunningRouter,
@@ -39,6 +41,18 @@ fn config_map(name: &str, key: &str, pem: &str) -> String {
     let body: String = pem.lines().map(|line| format!("    {line}\n")).collect();
     format!(
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: ns\ndata:\n  {key}: |\n{body}"
+    )
+}
+
+/// A `kubernetes.io/tls` Secret `name` in `ns` whose `ca.crt` holds `ca_pem` (as cert-manager writes one).
+fn tls_secret_with_ca(name: &str, leaf: &Leaf, ca_pem: &str) -> String {
+    let indent = |pem: &str| -> String { pem.lines().map(|line| format!("    {line}\n")).collect() };
+    format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: ns\ntype: kubernetes.io/tls\n\
+         stringData:\n  tls.crt: |\n{}  tls.key: |\n{}  ca.crt: |\n{}",
+        indent(&leaf.cert_pem),
+        indent(&leaf.key_pem),
+        indent(ca_pem)
     )
 }
 
@@ -236,5 +250,39 @@ async fn a_resumed_session_is_checked_against_the_routes_current_bundle() {
         "resumed with a certificate the route no longer trusts: {:?}",
         refused.map(|r| r.reply.status)
     );
+    f.router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_can_hold_the_routes_bundle_and_a_missing_one_rejects_it() {
+    let f = fixture().await;
+    let leaf = f.server_ca.leaf(&["sec.example.com"]);
+    let route = RouteSpec {
+        annotations: &[(CA_SECRET, "clients-b-secret")],
+        tls: Some(RouteTls::edge().with_certificate(&leaf.cert_pem, &leaf.key_pem)),
+        ..RouteSpec::new("ns", "sec", "sec.example.com", "web")
+    };
+    f.dir.write("sec.yaml", &route.yaml());
+    let missing = eventually("the route without its Secret rejected", Duration::from_secs(10), || async {
+        let outcome = route_outcome(&f.router, "ns", "sec").await;
+        (outcome["admitted"] == false).then_some(outcome)
+    })
+    .await;
+    assert_eq!(missing["reason"], "ClientTLSValidationFailed", "{missing}");
+    assert!(missing["message"].as_str().unwrap_or_default().contains("secrets \"clients-b-secret\" not found"));
+
+    let secret_leaf = f.b_ca.leaf(&["clients-b-secret"]);
+    f.dir.write("secret.yaml", &tls_secret_with_ca("clients-b-secret", &secret_leaf, &f.b_ca.cert_pem));
+    eventually("the route admitted with its Secret's bundle", Duration::from_secs(10), || async {
+        (route_outcome(&f.router, "ns", "sec").await["admitted"] == true).then_some(())
+    })
+    .await;
+    let bob = f.curl("sec", Some("bob"), &[]).await;
+    assert_eq!((bob.exit_code, bob.status), (0, 200), "{}", bob.stderr);
+    assert_eq!(unquoted(&bob.seen_header("x-ssl-client-cn")), ["bob"]);
+    let alice = f.curl("sec", Some("alice"), &[]).await;
+    assert_ne!(alice.exit_code, 0, "alice's CA is not in the Secret's bundle");
+    let anonymous = f.curl("sec", None, &[]).await;
+    assert_ne!(anonymous.exit_code, 0, "required: no certificate, no handshake");
     f.router.shutdown().await;
 }

@@ -2,7 +2,9 @@
 //! IngressController-wide ROUTER_MUTUAL_TLS_AUTH; openshift/origin#16521, openshift/router#404):
 //! `router.openshift.io/client-tls-ca` names a ConfigMap of the route's namespace holding the CA bundle
 //! (`<name>` reads key `ca-bundle.pem`, as the IngressController's `clientTLS.clientCA` does; `<name>/<key>`
-//! another key), `client-tls-verify` says `required` (the default) or `optional`, and
+//! another key), or `router.openshift.io/client-tls-ca-secret` a Secret (`<name>` reads key `ca.crt`, where
+//! cert-manager and the service CA put a CA; `<name>/<key>` another key); `client-tls-verify` says `required`
+//! (the default) or `optional`, and
 //! `client-tls-subject-filter` is a regular expression on the subject, as ROUTER_MUTUAL_TLS_AUTH_FILTER.
 //! Parsed here; the table build reads the bundle and compiles the filter. Unlike the other annotations, a value
 //! that cannot be used rejects the route: serving it without the client check its owner asked for would open
@@ -13,16 +15,45 @@ use crate::model::Route;
 use super::annotation;
 
 pub const CLIENT_TLS_CA: &str = "router.openshift.io/client-tls-ca";
+pub const CLIENT_TLS_CA_SECRET: &str = "router.openshift.io/client-tls-ca-secret";
 pub const CLIENT_TLS_VERIFY: &str = "router.openshift.io/client-tls-verify";
 pub const CLIENT_TLS_SUBJECT_FILTER: &str = "router.openshift.io/client-tls-subject-filter";
 /// The ConfigMap key read when the annotation names none.
 pub const DEFAULT_CA_KEY: &str = "ca-bundle.pem";
+/// The Secret key read when the annotation names none.
+pub const DEFAULT_SECRET_CA_KEY: &str = "ca.crt";
+
+/// Which kind of object holds the CA bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaBundleKind {
+    ConfigMap,
+    Secret,
+}
+
+impl CaBundleKind {
+    /// The annotation that names an object of this kind.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            Self::ConfigMap => CLIENT_TLS_CA,
+            Self::Secret => CLIENT_TLS_CA_SECRET,
+        }
+    }
+
+    /// The kind as the apiserver's resource name (`configmaps "x" not found`).
+    pub fn resource(self) -> &'static str {
+        match self {
+            Self::ConfigMap => "configmaps",
+            Self::Secret => "secrets",
+        }
+    }
+}
 
 /// What a route's annotations ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientTlsRequest {
-    /// The ConfigMap, in the route's namespace.
-    pub config_map: String,
+    pub kind: CaBundleKind,
+    /// The ConfigMap or Secret, in the route's namespace.
+    pub name: String,
     pub key: String,
     /// `required` (no certificate: no handshake) or `optional` (asked for; one given must verify).
     pub required: bool,
@@ -33,21 +64,30 @@ pub struct ClientTlsRequest {
 /// The route's client certificate settings: `Ok(None)` without any of the annotations, `Err` with the
 /// message of the route's rejection when they cannot be used.
 pub fn client_tls_request(route: &Route) -> Result<Option<ClientTlsRequest>, String> {
-    let ca = annotation(route, CLIENT_TLS_CA);
+    let bundles = [CaBundleKind::ConfigMap, CaBundleKind::Secret]
+        .map(|kind| annotation(route, kind.annotation()).map(|value| (kind, value)));
     let verify = annotation(route, CLIENT_TLS_VERIFY);
     let filter = annotation(route, CLIENT_TLS_SUBJECT_FILTER);
-    let Some(ca) = ca else {
-        return match verify.map(|_| CLIENT_TLS_VERIFY).or(filter.map(|_| CLIENT_TLS_SUBJECT_FILTER)) {
-            Some(name) => Err(format!("annotation {name} needs {CLIENT_TLS_CA}")),
-            None => Ok(None),
-        };
+    let (kind, ca) = match bundles {
+        [Some(_), Some(_)] => {
+            return Err(format!("annotations {CLIENT_TLS_CA} and {CLIENT_TLS_CA_SECRET}: name one CA bundle, not two"))
+        }
+        [Some(named), None] | [None, Some(named)] => named,
+        [None, None] => {
+            return match verify.map(|_| CLIENT_TLS_VERIFY).or(filter.map(|_| CLIENT_TLS_SUBJECT_FILTER)) {
+                Some(name) => Err(format!("annotation {name} needs {CLIENT_TLS_CA} or {CLIENT_TLS_CA_SECRET}")),
+                None => Ok(None),
+            }
+        }
     };
-    let (config_map, key) = match ca.split_once('/') {
-        Some((name, key)) => (name, key),
-        None => (ca, DEFAULT_CA_KEY),
+    let default_key = match kind {
+        CaBundleKind::ConfigMap => DEFAULT_CA_KEY,
+        CaBundleKind::Secret => DEFAULT_SECRET_CA_KEY,
     };
-    if !is_object_name(config_map) || !is_config_map_key(key) {
-        return Err(format!("annotation {CLIENT_TLS_CA}={ca:?}: expected <configmap> or <configmap>/<key>"));
+    let (name, key) = ca.split_once('/').unwrap_or((ca, default_key));
+    if !is_object_name(name) || !is_data_key(key) {
+        let annotation = kind.annotation();
+        return Err(format!("annotation {annotation}={ca:?}: expected <name> or <name>/<key>"));
     }
     let required = match verify {
         None | Some("required") => true,
@@ -55,14 +95,15 @@ pub fn client_tls_request(route: &Route) -> Result<Option<ClientTlsRequest>, Str
         Some(other) => return Err(format!("annotation {CLIENT_TLS_VERIFY}={other:?}: expected required or optional")),
     };
     Ok(Some(ClientTlsRequest {
-        config_map: config_map.to_string(),
+        kind,
+        name: name.to_string(),
         key: key.to_string(),
         required,
         subject_filter: filter.map(str::to_string),
     }))
 }
 
-/// A DNS-1123 subdomain, as Kubernetes names ConfigMaps.
+/// A DNS-1123 subdomain, as Kubernetes names ConfigMaps and Secrets.
 fn is_object_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 253
@@ -71,8 +112,8 @@ fn is_object_name(name: &str) -> bool {
         && name.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
 
-/// A ConfigMap data key: `[-._a-zA-Z0-9]+`.
-fn is_config_map_key(key: &str) -> bool {
+/// A ConfigMap or Secret data key: `[-._a-zA-Z0-9]+`.
+fn is_data_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 253 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
 }
 
@@ -97,7 +138,8 @@ mod tests {
         assert_eq!(
             plain,
             ClientTlsRequest {
-                config_map: "clients".into(),
+                kind: CaBundleKind::ConfigMap,
+                name: "clients".into(),
                 key: "ca-bundle.pem".into(),
                 required: true,
                 subject_filter: None
@@ -110,11 +152,23 @@ mod tests {
         ]))
         .unwrap()
         .unwrap();
-        assert_eq!((keyed.config_map.as_str(), keyed.key.as_str()), ("clients.v2", "ca.crt"));
+        assert_eq!((keyed.name.as_str(), keyed.key.as_str()), ("clients.v2", "ca.crt"));
         assert!(!keyed.required);
         assert_eq!(keyed.subject_filter.as_deref(), Some("/O=Acme/"));
         let required = client_tls_request(&route(&[(CLIENT_TLS_CA, "c"), (CLIENT_TLS_VERIFY, "required")]));
         assert!(required.unwrap().unwrap().required);
+    }
+
+    #[test]
+    fn names_a_secret_and_its_key() {
+        let plain = client_tls_request(&route(&[(CLIENT_TLS_CA_SECRET, "client-ca")])).unwrap().unwrap();
+        assert_eq!(
+            (plain.kind, plain.name.as_str(), plain.key.as_str()),
+            (CaBundleKind::Secret, "client-ca", "ca.crt")
+        );
+        assert!(plain.required);
+        let keyed = client_tls_request(&route(&[(CLIENT_TLS_CA_SECRET, "client-ca/tls.crt")])).unwrap().unwrap();
+        assert_eq!((keyed.kind, keyed.key.as_str()), (CaBundleKind::Secret, "tls.crt"));
     }
 
     #[test]
@@ -128,9 +182,13 @@ mod tests {
             (&[(CLIENT_TLS_CA, "c"), (CLIENT_TLS_VERIFY, "yes")], CLIENT_TLS_VERIFY),
             (&[(CLIENT_TLS_VERIFY, "required")], CLIENT_TLS_VERIFY),
             (&[(CLIENT_TLS_SUBJECT_FILTER, "CN=a")], CLIENT_TLS_SUBJECT_FILTER),
+            (&[(CLIENT_TLS_CA_SECRET, "Client_CA")], CLIENT_TLS_CA_SECRET),
+            (&[(CLIENT_TLS_CA_SECRET, "ca/")], CLIENT_TLS_CA_SECRET),
         ] {
             let error = client_tls_request(&route(annotations)).unwrap_err();
             assert!(error.starts_with(&format!("annotation {named}")), "{annotations:?}: {error}");
         }
+        let both = client_tls_request(&route(&[(CLIENT_TLS_CA, "a"), (CLIENT_TLS_CA_SECRET, "b")])).unwrap_err();
+        assert!(both.contains("name one CA bundle"), "{both}");
     }
 }

@@ -17,7 +17,8 @@ use std::time::Duration;
 pub use allowlist::{Cidr, IpAllowlist};
 pub use balance::BalanceAlgorithm;
 pub use client_tls::{
-    client_tls_request, ClientTlsRequest, CLIENT_TLS_CA, CLIENT_TLS_SUBJECT_FILTER, CLIENT_TLS_VERIFY, DEFAULT_CA_KEY,
+    client_tls_request, CaBundleKind, ClientTlsRequest, CLIENT_TLS_CA, CLIENT_TLS_CA_SECRET, CLIENT_TLS_SUBJECT_FILTER,
+    CLIENT_TLS_VERIFY, DEFAULT_CA_KEY,
 };
 pub use cookie::{md5_hex, valid_cookie_name, CookiePolicy, CookieValue, SameSite};
 pub use forwarded::ForwardedPolicy;

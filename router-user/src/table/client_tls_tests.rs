@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::ByteString;
 
 use super::{build, build_from, BuildOptions, RouteTable, TlsBuild, CLIENT_TLS_VALIDATION_FAILED};
 use crate::model::{ObjectKey, Route, Snapshot};
@@ -172,4 +173,38 @@ fn a_changed_bundle_recompiles_the_route_and_an_unchanged_one_keeps_it() {
     assert!(!Arc::ptr_eq(&backend(&kept), &backend(&rebuilt)));
     assert_ne!(backend(&kept).client_auth, backend(&rebuilt).client_auth);
     assert_eq!(rebuilt.client_auth.find(Some("a.example.com")), backend(&rebuilt).client_auth.as_ref());
+}
+
+#[test]
+fn a_secret_can_hold_the_bundle_under_ca_crt() {
+    let pki = Pki::new();
+    const CA_SECRET: &str = "router.openshift.io/client-tls-ca-secret";
+    let mut snapshot = snapshot(
+        vec![
+            route("s", "s.example.com", "", 1, EDGE, &[(CA_SECRET, "client-ca")]),
+            route("keyed", "keyed.example.com", "", 2, EDGE, &[(CA_SECRET, "client-ca/tls.crt")]),
+            route("missing", "missing.example.com", "", 3, EDGE, &[(CA_SECRET, "nothing")]),
+            route("nokey", "nokey.example.com", "", 4, EDGE, &[(CA_SECRET, "client-ca/absent.crt")]),
+            route("both", "both.example.com", "", 5, EDGE, &[(CA_SECRET, "client-ca"), (CA, "clients")]),
+        ],
+        vec![config_map("clients", "ca-bundle.pem", &pki.ca.pem())],
+    );
+    let data = [("ca.crt", pki.ca.pem()), ("tls.crt", pki.ca.pem())]
+        .map(|(key, pem)| (key.to_string(), ByteString(pem.into_bytes())));
+    let secret = Secret { type_: Some("kubernetes.io/tls".into()), data: Some(data.into()), ..Secret::default() };
+    snapshot.secrets.insert(ObjectKey::new("ns", "client-ca"), Arc::new(secret));
+    let table = build(&snapshot, &options(false), 1);
+    for name in ["s", "keyed"] {
+        assert_eq!(outcome(&table, name), Ok(()), "{name}");
+    }
+    assert!(table.client_auth.find(Some("s.example.com")).expect("s's SNI is checked").required());
+    for (name, says) in [
+        ("missing", "secrets \"nothing\" not found (a Secret of type kubernetes.io/tls)"),
+        ("nokey", "secret \"client-ca\" has no key \"absent.crt\""),
+        ("both", "name one CA bundle"),
+    ] {
+        let (reason, message) = outcome(&table, name).expect_err(name);
+        assert_eq!(reason, CLIENT_TLS_VALIDATION_FAILED, "{name}");
+        assert!(message.contains(says), "{name}: {message}");
+    }
 }
