@@ -46,7 +46,8 @@
 //!   19 SYNs recorded, 20 answers recorded, 21/22 steered packets handed to TC (partial checksum /
 //!   too long), 23/24 `steer_ingress` translated / dropped).
 //! - Hashing: `router_common::hash::flow_hash` over the flow key, fixed seed, slot = hash % 257.
-//! - Logging: none on the packet path.
+//! - Logging: debug records of unusual packets through aya-log (`unusual.rs`), off unless the
+//!   loader turns them on; none for the common path.
 //! - Verifier: no unbounded loops (the checksum loops run over fixed 4/16-byte arrays, the option
 //!   walks are `bpf_loop` callbacks of at most 40 steps, the SACK rewrite at most 8 edges). Each
 //!   stage is a BPF function of its own (`steer::program::stage`, `steer::setup::record_answer`,
@@ -72,6 +73,7 @@ mod parse;
 mod reverse;
 mod stats;
 mod steer;
+mod unusual;
 
 use aya_ebpf::{
     bindings::xdp_action,
@@ -95,6 +97,7 @@ use crate::{
         program::{stage, Handoff, Steered},
         setup::{record_answer, record_syn, syn_destination},
     },
+    unusual::{unusual, Unusual},
 };
 
 pub use steer::tc::steer_ingress;
@@ -120,6 +123,7 @@ fn try_xdp_front(ctx: &XdpContext) -> u32 {
         Err(_) => {
             stats::count(STATS_UNPARSED, bytes);
             stats::count(STATS_PASS, bytes);
+            unusual(Unusual::Unparsed);
             return xdp_action::XDP_PASS;
         }
     };
@@ -134,6 +138,7 @@ fn try_xdp_front(ctx: &XdpContext) -> u32 {
     }
     if packet.fragment {
         stats::count(STATS_FRAGMENT, bytes);
+        unusual(Unusual::Fragment);
     }
     let verdict = match packet.tcp {
         Some(tcp) if !packet.fragment => tcp_stages(ctx, &tcp, bytes),
@@ -168,9 +173,18 @@ fn tcp_stages(ctx: &XdpContext, tcp: &Tcp, bytes: u64) -> Verdict {
             Steered::NotOurs => {}
             Steered::ToPod(action) => return Verdict::SteerToPod(action),
             Steered::ToClient(action) => return Verdict::SteerToClient(action),
-            Steered::Drop => return Verdict::SteerDrop,
-            Steered::Handoff(Handoff::Partial) => return Verdict::SteerHandoffPartial,
-            Steered::Handoff(Handoff::Large) => return Verdict::SteerHandoffLarge,
+            Steered::Drop => {
+                unusual(Unusual::SteerDrop);
+                return Verdict::SteerDrop;
+            }
+            Steered::Handoff(Handoff::Partial) => {
+                unusual(Unusual::HandoffPartial);
+                return Verdict::SteerHandoffPartial;
+            }
+            Steered::Handoff(Handoff::Large) => {
+                unusual(Unusual::HandoffLarge);
+                return Verdict::SteerHandoffLarge;
+            }
             Steered::Connecting => {
                 if record_answer(ctx, tcp) {
                     stats::count(STATS_STEER_ANSWER, bytes);

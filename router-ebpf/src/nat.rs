@@ -28,6 +28,7 @@ use crate::{
     maps::{CONNTRACK, EP_SLOTS, NODE_ADDRS, NODE_PORTS},
     parse::{ptr_at, ptr_at_mut, Tcp, Unparsed},
     stats::count,
+    unusual::{unusual, Unusual},
 };
 
 /// What the TCP stages of `xdp_front` decided (the nodePort stage returns the first five).
@@ -93,15 +94,18 @@ pub fn forward(ctx: &XdpContext, tcp: &Tcp, bytes: u64) -> Result<Verdict, Unpar
         None => {
             count(STATS_CT_MISS, bytes);
             if endpoints == 0 {
+                unusual(Unusual::NoEndpoint);
                 return Ok(Verdict::DropNoEndpoint);
             }
             let slot = port_key.slot(flow_hash(key) % RING_SIZE);
             let Some(endpoint) = EP_SLOTS.get_ptr(slot) else {
+                unusual(Unusual::NoSlot);
                 return Ok(Verdict::DropNoSlot);
             };
             // SAFETY: a valid pointer to a plain-data map value, copied out at once.
             let endpoint: Endpoint = unsafe { *endpoint };
             if !record(key, &endpoint, now, seen) {
+                unusual(Unusual::ConntrackFull);
                 return Ok(Verdict::DropCtFull);
             }
             (endpoint.addr, endpoint.port)

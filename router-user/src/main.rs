@@ -56,6 +56,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
                 steer: settings.steer.xdp_steer_passthrough,
                 pod_interfaces: settings.xdp_pod_interfaces.clone(),
                 handed_over_by: inherited.as_ref().map(Inherited::from_pid),
+                debug_log: settings.xdp_debug_log,
             };
             Some(XdpFront::attach(&options).with_context(|| format!("attaching the XDP front to {iface}"))?)
         }

@@ -28,6 +28,7 @@
 
 use core::ffi::c_void;
 
+use crate::unusual::{unusual, Unusual};
 use aya_ebpf::{
     bindings::{__sk_buff, BPF_F_PSEUDO_HDR, TC_ACT_OK, TC_ACT_SHOT},
     helpers::{bpf_l4_csum_replace, bpf_redirect, bpf_skb_load_bytes, bpf_skb_store_bytes},
@@ -68,7 +69,15 @@ const IPV4_MF_OFFSET: u16 = 0x3fff;
 pub fn steer_ingress(ctx: TcContext) -> i32 {
     match entry_state(&ctx) {
         Some(STEER_CONNECTING) => answer(&ctx),
-        Some(STEER_STEERED) => translate_and_redirect(&ctx),
+        Some(STEER_STEERED) => {
+            let verdict = translate_and_redirect(&ctx);
+            // Here, not beside the counter: a frame under `translate_and_redirect` would pass the
+            // 512-byte stack limit.
+            if verdict == TC_ACT_SHOT as i32 {
+                unusual(Unusual::TcSteerDrop);
+            }
+            verdict
+        }
         _ => TC_ACT_OK,
     }
 }

@@ -141,6 +141,12 @@ pub struct Settings {
     #[arg(long, env = "ROUTER_XDP_POD_INTERFACES", value_delimiter = ',')]
     pub xdp_pod_interfaces: Vec<String>,
 
+    /// The eBPF programs' debug records (packets passed unparsed, fragments, steered packets dropped or handed
+    /// to TC, nodePort drops) as tracing events of target `router::ebpf` (shown with RUST_LOG=router::ebpf=debug).
+    /// Off: the verifier removes the records from the programs.
+    #[arg(long, env = "ROUTER_XDP_DEBUG_LOG", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub xdp_debug_log: bool,
+
     /// Route admission, balancing, headers, cookies and client timeouts.
     #[command(flatten)]
     pub routing: RoutingArgs,

@@ -41,6 +41,10 @@ pub enum XdpError {
     Link { path: PathBuf, cause: String },
     #[error("map {name}: {}", Chain(.cause))]
     Map { name: &'static str, cause: aya::maps::MapError },
+    #[error("reading the eBPF programs' debug records: {}", Chain(.cause))]
+    Log { cause: aya_log::Error },
+    #[error("starting the reader of the eBPF programs' debug records: {cause}")]
+    LogThread { cause: io::Error },
 }
 
 /// Displays an error followed by each of its sources: `a: b: c`.

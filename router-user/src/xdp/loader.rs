@@ -25,7 +25,7 @@ use super::{
     adopt::{self, Previous},
     bpffs::{self, PinDir},
     counters::StatsMap,
-    layout,
+    ebpf_log, layout,
     links::{self, FrontLink, Held, LinkKind},
     maps::{open_pin, NatMaps},
     netlink,
@@ -113,7 +113,7 @@ fn load_and_attach(
     let iface = opts.iface.as_str();
     clear_stale_pins(iface, &pins)?;
 
-    let mut ebpf = load(opts.conntrack_size)?;
+    let mut ebpf = load_with(opts.conntrack_size, None, opts.debug_log)?;
     let program = xdp_program(&mut ebpf)?;
     let prog_id = program.info().map_err(|cause| XdpError::Program { name: PROGRAM, cause })?.id();
     let mut links = vec![attach_xdp(program, iface, if_index, opts.mode, &mut pins)?];
@@ -147,7 +147,7 @@ fn adopt_and_attach(
     mut pins: PinDir,
 ) -> Result<Attached, XdpError> {
     let iface = opts.iface.as_str();
-    let mut ebpf = load_with(opts.conntrack_size, Some(pins.path()))?;
+    let mut ebpf = load_with(opts.conntrack_size, Some(pins.path()), opts.debug_log)?;
     for name in PINNED_MAPS.iter().copied().chain([STEER_FALLBACKS, layout::LAYOUT]) {
         pins.record_pin(pins.pin_path(name));
     }
@@ -364,13 +364,18 @@ fn attached_mode_name(if_index: u32, prog_id: u32) -> &'static str {
 /// Loads the embedded object with both conntrack maps sized `conntrack_size` (or, with
 /// `adopt_pins`, over the maps pinned there), and both programs into the kernel (the verifier runs
 /// here); attaches nothing.
+#[cfg(test)]
 pub(crate) fn load(conntrack_size: u32) -> Result<Ebpf, XdpError> {
-    load_with(conntrack_size, None)
+    load_with(conntrack_size, None, false)
 }
 
-fn load_with(conntrack_size: u32, adopt_pins: Option<&Path>) -> Result<Ebpf, XdpError> {
+/// Loads the object (not attached); `debug_log` turns on the programs' debug records
+/// ([`super::ebpf_log`]).
+pub(crate) fn load_with(conntrack_size: u32, adopt_pins: Option<&Path>, debug_log: bool) -> Result<Ebpf, XdpError> {
     let mut loader = EbpfLoader::new();
     loader.map_max_entries(CONNTRACK, conntrack_size).map_max_entries(CONNTRACK_REV, conntrack_size);
+    let level = ebpf_log::level(debug_log);
+    loader.override_global(ebpf_log::LEVEL_GLOBAL, &level, true);
     if let Some(dir) = adopt_pins {
         // The pinned maps are used as they are (aya opens a pin when one exists at the path).
         for &name in PINNED_MAPS {

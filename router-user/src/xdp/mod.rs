@@ -53,6 +53,9 @@ mod bpffs;
 pub mod conntrack;
 mod counters;
 mod desired;
+mod ebpf_log;
+#[cfg(test)]
+mod ebpf_log_tests;
 mod error;
 mod layout;
 mod links;
@@ -140,6 +143,8 @@ pub struct XdpOptions {
     /// The process id of the router handing its front over to this one (ROUTER_HANDOVER_SOCKET): its links
     /// and maps are adopted while it still runs (it leaves them in place, [`XdpFront::leave_in_place`]).
     pub handed_over_by: Option<u32>,
+    /// The eBPF programs' debug records (unusual packets) forwarded to tracing ([`ebpf_log`]).
+    pub debug_log: bool,
 }
 
 /// The attached XDP front. Dropping it detaches both programs and removes the pins (and the pin
@@ -164,6 +169,8 @@ pub struct XdpFront {
     /// The links, the pins and the programs: behind a lock because pod-facing interfaces are attached
     /// while the router runs ([`pod_facing`]).
     hooks: Mutex<Hooks>,
+    /// The reader of the programs' debug records, when asked for (stops with the front).
+    _debug_log: Option<ebpf_log::EbpfLogReader>,
 }
 
 /// Field order is drop order: the links are detached first (in `Drop`), then `pins` unpins, and the `Ebpf`
@@ -181,8 +188,9 @@ impl XdpFront {
     /// already has an XDP program or the pins belong to a live router, then loads, attaches and
     /// pins.
     pub fn attach(opts: &XdpOptions) -> Result<XdpFront, XdpError> {
-        let loader::Attached { ebpf, if_index, prog_id, links, stats, nat, steer, pins, adopted } =
+        let loader::Attached { mut ebpf, if_index, prog_id, links, stats, nat, steer, pins, adopted } =
             loader::attach(opts)?;
+        let debug_log = opts.debug_log.then(|| ebpf_log::EbpfLogReader::start(&mut ebpf)).transpose()?;
         let mode = links.first().map_or("?", |link| link.mode);
         tracing::info!(
             iface = %opts.iface,
@@ -217,6 +225,7 @@ impl XdpFront {
             pin_dir: pins.path().to_path_buf(),
             left_in_place: AtomicBool::new(false),
             hooks: Mutex::new(Hooks { links, pins, ebpf }),
+            _debug_log: debug_log,
         })
     }
 
@@ -379,6 +388,7 @@ mod tests {
             steer: true,
             pod_interfaces: settings.xdp_pod_interfaces,
             handed_over_by: None,
+            debug_log: false,
         };
         assert_eq!(loader::pod_interfaces(&opts), ["cni0", "veth1"]);
         let none = crate::config::Settings::try_parse_from(["router"]).expect("no flags");
