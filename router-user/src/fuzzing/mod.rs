@@ -15,6 +15,7 @@ mod ocsp_response;
 mod pod_chunked;
 mod pod_response;
 mod proxy_protocol;
+mod request_head;
 
 pub use access_log_format::access_log_format;
 pub use annotations::annotations;
@@ -24,13 +25,14 @@ pub use ocsp_response::ocsp_response;
 pub use pod_chunked::pod_chunked;
 pub use pod_response::pod_response;
 pub use proxy_protocol::proxy_protocol;
+pub use request_head::request_head;
 
 /// A fuzz target's body: any bytes; panics on a broken promise.
 pub type EntryPoint = fn(&[u8]);
 
 /// Every entry point by its fuzz target's name (the corpus directory under `fuzz/corpus/`). The ClientHello
 /// target calls router-common's parser directly.
-pub const TARGETS: [(&str, EntryPoint); 8] = [
+pub const TARGETS: [(&str, EntryPoint); 9] = [
     ("access_log_format", access_log_format),
     ("annotations", annotations),
     ("haproxy_duration", haproxy_duration),
@@ -39,6 +41,7 @@ pub const TARGETS: [(&str, EntryPoint); 8] = [
     ("pod_chunked", pod_chunked),
     ("pod_response", pod_response),
     ("proxy_protocol", proxy_protocol),
+    ("request_head", request_head),
 ];
 
 #[cfg(test)]

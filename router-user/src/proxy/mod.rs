@@ -10,7 +10,7 @@ mod client_body;
 mod client_io;
 mod coalesced_writes;
 mod connection;
-mod h1;
+pub(crate) mod h1;
 mod handler;
 mod header_case;
 mod listener;

@@ -5,7 +5,7 @@
 mod body_feed;
 mod connection;
 mod date;
-mod request_head;
+pub(crate) mod request_head;
 mod response_head;
 mod response_writer;
 mod upgrade_handoff;

@@ -1,8 +1,9 @@
 //! The reflectors' waits after a failed list or watch: [`FIRST`], doubling up to [`CAP`], each shortened by a
 //! random fraction of up to a quarter so that routers restarted together spread their calls; back to [`FIRST`]
 //! after anything arrives. The cap is the longest a reflector waits to try again once the API server is back:
-//! client-go's 30 s (kube-rs's default) would leave changes unserved that long after an API server restart.
-//! A handful of watches retried every 2 s costs an API server nothing.
+//! client-go's 30 s (kube-rs's default) would leave changes unserved that long after an API server restart,
+//! and a change made after the API server is back is to be served within 2 s: the wait, then a relist or
+//! watch, then a table build. A handful of watches retried every second costs an API server nothing.
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
@@ -12,7 +13,7 @@ use kube::runtime::utils::Backoff;
 /// The first wait.
 pub const FIRST: Duration = Duration::from_millis(250);
 /// The longest wait.
-pub const CAP: Duration = Duration::from_secs(2);
+pub const CAP: Duration = Duration::from_secs(1);
 
 /// Exponential backoff with a low cap and jitter.
 #[derive(Debug)]
@@ -56,7 +57,7 @@ mod tests {
     fn waits_double_up_to_the_cap_and_start_over_after_a_reset() {
         let mut backoff = WatchBackoff::default();
         let waits: Vec<Duration> = backoff.by_ref().take(12).collect();
-        let nominal = [250, 500, 1000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000];
+        let nominal = [250, 500, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000];
         for (wait, nominal) in waits.iter().zip(nominal) {
             let nominal = Duration::from_millis(nominal);
             assert!(*wait <= nominal && *wait > nominal * 3 / 4, "{wait:?} for a nominal {nominal:?}");
