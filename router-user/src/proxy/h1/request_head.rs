@@ -71,12 +71,13 @@ pub fn parse_request_head(buf: &mut BytesMut, limit: usize) -> Result<Option<Req
     let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut parsed = httparse::Request::new(&mut []);
     let config = httparse::ParserConfig::default();
+    // Only the first `limit` bytes are read: a head that has not ended by then is too large whatever follows,
+    // so the answer does not depend on how many bytes past the limit one read brought (a malformed field
+    // beyond it would otherwise turn 431 into 400).
+    let window = &buf[..buf.len().min(limit)];
     let (length, method, target, minor, fields) =
-        match config.parse_request_with_uninit_headers(&mut parsed, buf, &mut slots) {
+        match config.parse_request_with_uninit_headers(&mut parsed, window, &mut slots) {
             Ok(httparse::Status::Complete(length)) => {
-                if length > limit {
-                    return Err(HeadError::TooLarge);
-                }
                 let target = parsed.path.unwrap_or_default();
                 if target.len() > MAX_URI_LEN {
                     return Err(HeadError::UriTooLong);
@@ -274,5 +275,17 @@ mod tests {
         assert_eq!(parse(&partial).expect_err("too large before its end"), HeadError::TooLarge);
         let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(MAX_HEADERS + 1));
         assert_eq!(parse_request_head(&mut BytesMut::from(&many[..]), 4096).expect_err("many"), HeadError::TooLarge);
+    }
+
+    /// Found by the `request_head` fuzz target: a field broken only past the limit gave 400 when it arrived in
+    /// the same read as the start of the head, and 431 when the head's first bytes came alone.
+    #[test]
+    fn a_head_past_the_limit_is_431_whatever_lies_beyond_it() {
+        let wire = b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r /x HTTP/1.1\r\n\r\n";
+        let whole = parse_request_head(&mut BytesMut::from(&wire[..]), 16).expect_err("too large");
+        let first = parse_request_head(&mut BytesMut::from(&wire[..17]), 16).expect_err("too large");
+        assert_eq!((whole, first), (HeadError::TooLarge, HeadError::TooLarge));
+        let broken_early = parse_request_head(&mut BytesMut::from(&b"GET / HTTP/1.1\r\n\r x\r\n\r\n"[..]), 64);
+        assert_eq!(broken_early.expect_err("malformed"), HeadError::Malformed("header field"));
     }
 }
