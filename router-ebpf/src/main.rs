@@ -52,9 +52,12 @@
 //!   stage is a BPF function of its own (`steer::program::stage`, `steer::setup::record_answer`,
 //!   `nat::forward`, `steer::setup::record_syn`) called from a 64-byte `xdp_front` frame: inlined
 //!   together they needed more than the 512-byte stack, and the verifier sums the frames along a
-//!   call chain (the largest, `xdp_front` -> `stage` -> option walk step, is 64 + 416 + 16 bytes).
-//!   About 269,000 instructions walked for `xdp_front` on 6.18 (111,000 before `steer_ingress`
-//!   came; the packet tests fail above 350,000). `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
+//!   call chain (the largest, `xdp_front` -> `stage` -> option walk step, was 64 + 416 + 16 bytes
+//!   before IPv6; the first IPv6 build refused at 96 + 432 = 528, from a pre-rewrite IPv6 SYN
+//!   address held in `xdp_front`'s frame, which `record_syn` now reads back from `CONNTRACK_REV`,
+//!   and from address copies in `stage`, now made by `bpf_xdp_load_bytes`). About 278,000
+//!   instructions walked for `xdp_front` on 6.18 (269,000 before IPv6 steering, 111,000 before
+//!   `steer_ingress` came; the packet tests fail above 350,000). `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
 //!   the router is.
 //! - Kernel and attach modes: generic (`skb`) and native (`driver`) XDP both work. Needs BTF map
 //!   support (>= 5.2), LRU maps, ring buffers (>= 5.8), `bpf_link` XDP attach (>= 5.9; aya falls
