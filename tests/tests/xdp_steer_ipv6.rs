@@ -4,7 +4,7 @@
 //! from the counters and the flows' entries IPv6 in `STEER_FLOWS`) in skb and driver mode, with the
 //! pods' TX checksum offload at the kernel's default (on) and off, and with the client's on too (its
 //! segments then carry a bare pseudo-header sum, which `xdp_front` must recognise over 128-bit
-//! addresses and hand to `steer_ingress`); and a steered IPv6 download that goes on while the router
+//! addresses and hand to `steer_ingress`), and at MTU 9000; and a steered IPv6 download that goes on while the router
 //! is SIGKILLed, is adopted by the next router on the same pins, and arrives intact.
 //!
 //! Topology: `xdp_common::steer_topology` (its ULA addresses, fd00:211::/32), the route and sockets of
@@ -66,6 +66,13 @@ fn ipv6_client_with_checksum_offload_in_skb_mode() {
 #[test]
 fn ipv6_client_with_checksum_offload_in_driver_mode() {
     row(PREFIX, 6, "driver", client_with_checksum_offload(), Path::HandedOff, Family::V6);
+}
+
+/// MTU 9000: the client's segments pass 1,514 bytes and go to `steer_ingress` (generic mode; driver-mode XDP
+/// is refused on a veth at this MTU).
+#[test]
+fn ipv6_jumbo_frames_in_skb_mode() {
+    row(PREFIX, 9, "skb", Interfaces { mtu: 9000, ..Interfaces::default() }, Path::HandedOff, Family::V6);
 }
 
 /// Bytes of the paced download, its chunk and the pause after each chunk (about 12 MiB/s: the
