@@ -460,6 +460,14 @@ fn xdp_front_records_an_ipv6_client_syn_and_the_pods_ipv6_syn_ack() {
             local_mac: NODE_MAC,
         }
     );
+    let with_extension = Segment6 { flags: SYN, ack: 0, hop_by_hop: true, ..Segment6::new((CLIENT.0, 51_001), ROUTER) };
+    let frame = with_extension.frame();
+    let (verdict, out) = front.run(&frame);
+    assert_eq!((verdict, out == frame), (XDP_PASS, true), "a SYN with a hop-by-hop header goes on unchanged");
+    assert!(
+        front.syns.get(&key((CLIENT.0, 51_001), ROUTER), 0).is_err(),
+        "a SYN with an extension header is not recorded (its connection stays on the relay as no_syn)"
+    );
     let other_port = Segment6 { flags: SYN, ack: 0, ..Segment6::new(CLIENT, (ROUTER.0, 444)) }.frame();
     front.run(&other_port);
     assert!(front.syns.get(&key(CLIENT, (ROUTER.0, 444)), 0).is_err(), "a port not in STEER_PORTS: not recorded");
