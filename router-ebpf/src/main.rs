@@ -5,7 +5,7 @@
 //! `BPF_PROG_TEST_RUN` tests).
 //!
 //! `xdp_front` parses each packet and counts it, then runs its TCP stages in order:
-//! 1. steering (IPv4, `steer/`): a packet whose arrival 5-tuple has a steered `STEER_FLOWS` entry
+//! 1. steering (IPv4 and IPv6, `steer/`): a packet whose arrival 5-tuple has a steered `STEER_FLOWS` entry
 //!    is translated into the other leg's packet and leaves (`XDP_TX` or `XDP_REDIRECT`), unless its
 //!    checksum may be partial or it is longer than a standard Ethernet frame (1,514 bytes): then it
 //!    is passed up unchanged for `steer_ingress` (counted as a hand-off, 21 or 22); one for a
@@ -15,7 +15,7 @@
 //!    local endpoint (the kube-proxy `externalTrafficPolicy: Local` path, see `nat.rs`, with its
 //!    conntrack in `conntrack.rs`), and `nat_reverse` restores the nodePort address on the replies
 //!    (see `reverse.rs`);
-//! 3. SYN record (IPv4): a client SYN (no ACK) whose destination port after stage 2 is in
+//! 3. SYN record (IPv4 and IPv6): a client SYN (no ACK) whose destination port after stage 2 is in
 //!    `STEER_PORTS` is recorded in `STEER_SYNS` under the 5-tuple the router's socket sees, with the
 //!    destination it arrived with; it then goes on as stage 2 decided.
 //!
@@ -53,9 +53,12 @@
 //!   stage is a BPF function of its own (`steer::program::stage`, `steer::setup::record_answer`,
 //!   `nat::forward`, `steer::setup::record_syn`) called from a 64-byte `xdp_front` frame: inlined
 //!   together they needed more than the 512-byte stack, and the verifier sums the frames along a
-//!   call chain (the largest, `xdp_front` -> `stage` -> option walk step, is 64 + 416 + 16 bytes).
-//!   About 269,000 instructions walked for `xdp_front` on 6.18 (111,000 before `steer_ingress`
-//!   came; the packet tests fail above 350,000). `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
+//!   call chain (the largest, `xdp_front` -> `stage` -> option walk step, was 64 + 416 + 16 bytes
+//!   before IPv6; the first IPv6 build refused at 96 + 432 = 528, from a pre-rewrite IPv6 SYN
+//!   address held in `xdp_front`'s frame, which `record_syn` now reads back from `CONNTRACK_REV`,
+//!   and from address copies in `stage`, now made by `bpf_xdp_load_bytes`). About 278,000
+//!   instructions walked for `xdp_front` on 6.18 (269,000 before IPv6 steering, 111,000 before
+//!   `steer_ingress` came; the packet tests fail above 350,000). `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
 //!   the router is.
 //! - Kernel and attach modes: generic (`skb`) and native (`driver`) XDP both work. Needs BTF map
 //!   support (>= 5.2), LRU maps, ring buffers (>= 5.8), `bpf_link` XDP attach (>= 5.9; aya falls
@@ -80,14 +83,11 @@ use aya_ebpf::{
     macros::{classifier, xdp},
     programs::{TcContext, XdpContext},
 };
-use router_common::{
-    nat::FAMILY_IPV4,
-    stats::{
-        STATS_DROP_CT_FULL, STATS_DROP_NO_ENDPOINT, STATS_DROP_NO_SLOT, STATS_FRAGMENT, STATS_IPV4, STATS_IPV6,
-        STATS_NAT, STATS_OTHER, STATS_PASS, STATS_STEER_ANSWER, STATS_STEER_DROP, STATS_STEER_HANDOFF_LARGE,
-        STATS_STEER_HANDOFF_PARTIAL, STATS_STEER_SYN, STATS_STEER_TO_CLIENT, STATS_STEER_TO_POD, STATS_TCP,
-        STATS_TOTAL, STATS_UNPARSED,
-    },
+use router_common::stats::{
+    STATS_DROP_CT_FULL, STATS_DROP_NO_ENDPOINT, STATS_DROP_NO_SLOT, STATS_FRAGMENT, STATS_IPV4, STATS_IPV6, STATS_NAT,
+    STATS_OTHER, STATS_PASS, STATS_STEER_ANSWER, STATS_STEER_DROP, STATS_STEER_HANDOFF_LARGE,
+    STATS_STEER_HANDOFF_PARTIAL, STATS_STEER_SYN, STATS_STEER_TO_CLIENT, STATS_STEER_TO_POD, STATS_TCP, STATS_TOTAL,
+    STATS_UNPARSED,
 };
 
 use crate::{
@@ -95,7 +95,7 @@ use crate::{
     parse::{Tcp, L3},
     steer::{
         program::{stage, Handoff, Steered},
-        setup::{record_answer, record_syn, syn_destination},
+        setup::{is_client_syn, record_answer, record_syn},
     },
     unusual::{unusual, Unusual},
 };
@@ -160,45 +160,44 @@ fn try_xdp_front(ctx: &XdpContext) -> u32 {
     action
 }
 
-/// The TCP stages, in order: steering (IPv4; a steered or connecting flow's packet ends here), the
-/// nodePort rewrite, then the record of a client SYN to a steered port (IPv4; keyed by the 5-tuple
-/// after the rewrite, with the destination it arrived with). Each stage is a BPF function of its
-/// own (see `steer::program::stage`); this frame holds only what passes between them. Expects
-/// `tcp` from the parser, not a fragment.
+/// The TCP stages, in order: steering (a steered or connecting flow's packet ends here), the
+/// nodePort rewrite, then the record of a client SYN to a steered port (keyed by the 5-tuple after
+/// the rewrite, with the destination it arrived with). IPv4 and IPv6 alike: the parser gives a TCP
+/// header for IPv6 only when it follows the fixed header (an extension header leaves the packet to
+/// the kernel, and such a connection to the relay). Each stage is a BPF function of its own (see
+/// `steer::program::stage`); this frame holds only what passes between them. Expects `tcp` from
+/// the parser, not a fragment.
 #[inline(always)]
 fn tcp_stages(ctx: &XdpContext, tcp: &Tcp, bytes: u64) -> Verdict {
-    let ipv4 = tcp.family == FAMILY_IPV4;
-    if ipv4 {
-        match stage(ctx, tcp) {
-            Steered::NotOurs => {}
-            Steered::ToPod(action) => return Verdict::SteerToPod(action),
-            Steered::ToClient(action) => return Verdict::SteerToClient(action),
-            Steered::Drop => {
-                unusual(Unusual::SteerDrop);
-                return Verdict::SteerDrop;
+    match stage(ctx, tcp) {
+        Steered::NotOurs => {}
+        Steered::ToPod(action) => return Verdict::SteerToPod(action),
+        Steered::ToClient(action) => return Verdict::SteerToClient(action),
+        Steered::Drop => {
+            unusual(Unusual::SteerDrop);
+            return Verdict::SteerDrop;
+        }
+        Steered::Handoff(Handoff::Partial) => {
+            unusual(Unusual::HandoffPartial);
+            return Verdict::SteerHandoffPartial;
+        }
+        Steered::Handoff(Handoff::Large) => {
+            unusual(Unusual::HandoffLarge);
+            return Verdict::SteerHandoffLarge;
+        }
+        Steered::Connecting => {
+            if record_answer(ctx, tcp) {
+                stats::count(STATS_STEER_ANSWER, bytes);
             }
-            Steered::Handoff(Handoff::Partial) => {
-                unusual(Unusual::HandoffPartial);
-                return Verdict::SteerHandoffPartial;
-            }
-            Steered::Handoff(Handoff::Large) => {
-                unusual(Unusual::HandoffLarge);
-                return Verdict::SteerHandoffLarge;
-            }
-            Steered::Connecting => {
-                if record_answer(ctx, tcp) {
-                    stats::count(STATS_STEER_ANSWER, bytes);
-                }
-                return Verdict::SteerDrop;
-            }
+            return Verdict::SteerDrop;
         }
     }
-    let syn_dst = if ipv4 { syn_destination(ctx, tcp) } else { None };
     let verdict = nat::forward(ctx, tcp, bytes).unwrap_or(Verdict::Pass);
-    if let Some(arrival_dst) = syn_dst {
-        if matches!(verdict, Verdict::Pass | Verdict::Nat) && record_syn(ctx, tcp, arrival_dst) {
-            stats::count(STATS_STEER_SYN, bytes);
-        }
+    if matches!(verdict, Verdict::Pass | Verdict::Nat)
+        && is_client_syn(ctx, tcp)
+        && record_syn(ctx, tcp, matches!(verdict, Verdict::Nat))
+    {
+        stats::count(STATS_STEER_SYN, bytes);
     }
     verdict
 }

@@ -51,6 +51,10 @@ fn sorted<const N: usize>(mut names: [&str; N]) -> [&str; N] {
 fn steer_once(topo: &Topology, steered_before: u64) -> String {
     let (code, status, body, verbose) = topo.curl(STEER_HOST, "/whoami", &[]);
     assert_eq!((code, status), (0, 200), "curl through the router: {verbose}");
+    // The router counts the connection once the pod acknowledged the replayed ClientHello (it polls for that
+    // every 10 ms), and a small exchange can be over by then: wait for the count.
+    let count = || metric(&metrics(&topo.node).expect("metrics"), "router_xdp_steered_connections_total");
+    eventually("the connection counted as steered", Duration::from_secs(2), || count() > steered_before);
     let text = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_connections_total"), steered_before + 1, "steered: {text}");
     assert_eq!(metric(&text, "router_xdp_steer_fallbacks_total"), 0, "no fallback: {text}");

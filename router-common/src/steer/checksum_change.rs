@@ -11,7 +11,7 @@
 //! ([`ChecksumChange::pseudo_diff`] with `BPF_F_PSEUDO_HDR`, [`ChecksumChange::field_diff`]
 //! without) and `bpf_l4_csum_replace` applies each as that skb needs.
 //!
-//! XDP sees bytes only; [`may_be_partial`] tells it when a field looks like a bare pseudo-header sum,
+//! XDP sees bytes only; [`may_be_partial`] (and [`may_be_partial_v6`]) tells it when a field looks like a bare pseudo-header sum,
 //! and such a segment goes to the TC program rather than being rewritten in XDP.
 
 use crate::checksum::fold;
@@ -65,11 +65,25 @@ const fn complement_diff(from: u16, to: u16) -> u32 {
 /// matches by chance once in 65,536 segments; that one is then handled by the TC program, which is
 /// right for both kinds.
 pub const fn may_be_partial(check: u16, src: [u8; 4], dst: [u8; 4], tcp_len: u16) -> bool {
-    let sum = u16::from_be_bytes([src[0], src[1]]) as u32
-        + u16::from_be_bytes([src[2], src[3]]) as u32
-        + u16::from_be_bytes([dst[0], dst[1]]) as u32
-        + u16::from_be_bytes([dst[2], dst[3]]) as u32
-        + 6
-        + tcp_len as u32;
-    check == fold(sum)
+    check == fold(address_sum(&src) + address_sum(&dst) + 6 + tcp_len as u32)
+}
+
+/// [`may_be_partial`] for an IPv6 segment: the pseudo-header of RFC 8200 section 8.1 sums both
+/// 128-bit addresses, the upper-layer length (32 bits, here the payload length, as no extension
+/// header is steered) and the next-header value 6. Its sum has the same shape as IPv4's, over eight
+/// words per address instead of two.
+pub const fn may_be_partial_v6(check: u16, src: &[u8; 16], dst: &[u8; 16], tcp_len: u16) -> bool {
+    check == fold(address_sum(src) + address_sum(dst) + 6 + tcp_len as u32)
+}
+
+/// The unfolded sum of an address's 16-bit words (network order). At most eight words of 0xffff:
+/// no overflow.
+const fn address_sum<const N: usize>(addr: &[u8; N]) -> u32 {
+    let mut sum = 0u32;
+    let mut i = 0;
+    while i + 1 < N {
+        sum += u16::from_be_bytes([addr[i], addr[i + 1]]) as u32;
+        i += 2;
+    }
+    sum
 }

@@ -96,7 +96,8 @@ pub struct SteerFlow {
     pub src_mac: [u8; 6],
     /// Ethernet destination address written into the frame (the next hop's).
     pub dst_mac: [u8; 6],
-    /// [`crate::nat::FAMILY_IPV4`] (IPv6 is not translated yet).
+    /// [`crate::nat::FAMILY_IPV4`] or [`crate::nat::FAMILY_IPV6`]: the family of both 5-tuples (the
+    /// datapath does not translate between families).
     pub family: u8,
     /// [`STEER_TO_POD`] or [`STEER_TO_CLIENT`].
     pub direction: u8,

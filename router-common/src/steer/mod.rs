@@ -42,7 +42,7 @@ mod partial_checksum_tests;
 #[cfg(test)]
 mod tests;
 
-pub use checksum_change::{may_be_partial, ChecksumChange};
+pub use checksum_change::{may_be_partial, may_be_partial_v6, ChecksumChange};
 pub use flow::{
     SteerFlow, SteerTcp, STEER_FIN, STEER_FLOWS, STEER_FLOWS_MAX, STEER_PENDING, STEER_RST, STEER_STEERED,
     STEER_TO_CLIENT, STEER_TO_POD,

@@ -25,9 +25,10 @@
 //!    nothing reaches C.
 //!
 //! The datapath's side is `router-ebpf/src/steer/setup.rs` (records) and `program.rs` (the
-//! connecting entries); options are read by [`super::syn_options`]. IPv4 only in this increment:
-//! IPv6 SYNs are not recorded, so the router finds no `SteerSyn` and keeps such a connection on the
-//! userspace relay. A SYN whose options do not parse is not recorded either.
+//! connecting entries); options are read by [`super::syn_options`]. IPv4 and IPv6 alike (ports in
+//! [`STEER_PORTS`] per family); an IPv6 SYN with an extension header before TCP is not recorded, so
+//! the router finds no `SteerSyn` and keeps such a connection on the userspace relay. A SYN whose
+//! options do not parse is not recorded either.
 //!
 //! Byte order as everywhere in these maps: addresses and MACs network order, the rest host order.
 

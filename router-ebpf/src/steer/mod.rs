@@ -20,7 +20,8 @@
 //!   SYN-ACK or RST to a [`STEER_CONNECTING`](router_common::steer::setup::STEER_CONNECTING) leg B
 //!   is recorded in `STEER_ANSWERS` and its key sent on `STEER_EVENTS` (ring buffer), which wakes
 //!   the router.
-//! - Verdict policy of the stage: not IPv4 TCP, cut short, a fragment, no `STEER_FLOWS` entry for
+//! - Verdict policy of the stage: not TCP (IPv4, or IPv6 with TCP right after the fixed header: an
+//!   extension header is not walked), cut short, a fragment, no `STEER_FLOWS` entry for
 //!   the arrival 5-tuple, or an entry neither steered nor connecting -> not the stage's (the
 //!   nodePort stage and the SYN record run; the packet is otherwise unchanged). A connecting
 //!   entry's packet -> `XDP_DROP`, unchanged (its answer recorded first; no socket owns Q, so
@@ -31,11 +32,12 @@
 //!   counted, and leaves by the entry's `if_index`: `XDP_TX` when that is the arrival interface,
 //!   else `bpf_redirect(if_index, 0)` (`XDP_REDIRECT`). A recorded SYN goes on as the nodePort
 //!   stage decided. Nothing aborts.
-//! - Bounds: the Ethernet, IPv4 and fixed TCP headers are read and written through
+//! - Bounds: the Ethernet, IPv4 or IPv6 and fixed TCP headers are read and written through
 //!   `crate::parse::ptr_at`/`ptr_at_mut`, which compare against `data_end` right before the
 //!   access; the TCP options, at variable offsets, through `bpf_xdp_load_bytes`/
 //!   `bpf_xdp_store_bytes`, which check against the packet in the kernel (see `packet::PacketTcp`
-//!   for why). The option walks are bounded by 40 steps (`bpf_loop`), the SACK rewrite by 8 edges.
+//!   for why; an IPv6 packet's addresses are copied into its key the same way, as copies by hand
+//!   ran `record_answer` past the 512-byte stack). The option walks are bounded by 40 steps (`bpf_loop`), the SACK rewrite by 8 edges.
 //!   Only the linear part of the frame is read (no `xdp.frags`).
 //! - Byte order: header fields network order (`from_be_bytes`); map keys
 //!   (`router_common::nat::FlowKey`, `SteerPortKey`) and values (`SteerFlow`, `SteerSyn`,
@@ -58,9 +60,11 @@
 //! - Verifier: the option walks run as `bpf_loop` callbacks (one step per call); the SACK loop is
 //!   bounded by 8. [`program::stage`], [`setup::record_answer`] and [`setup::record_syn`] are BPF
 //!   functions of their own, each with its own stack frame (see the crate docs for the sizes and
-//!   the instruction count). `steer_translate` (the stage and the answer record): about 205,000
-//!   instructions walked on 6.18 (77,000 before the hand-off to `steer_ingress` came, 28,000 before
-//!   the setup stage; its tests fail above 260,000).
+//!   the instruction count). `steer_translate` (the stage and the answer record): about 154,000
+//!   instructions walked on 6.18 with IPv6 (205,000 before it: the pseudo-header update became a
+//!   BPF function of its own, `router_common::steer::segment`, and the IPv6 arms share it; 77,000
+//!   before the hand-off to `steer_ingress` came, 28,000 before the setup stage; its tests fail
+//!   above 260,000).
 //!   Lessons, each a rejected or exploding load: an inline 40-step walk hit the 1,000,000 limit;
 //!   direct packet pointers at variable offsets lost their checks to LLVM; clamping the values
 //!   that come back from `bpf_loop` quintupled the work; rewriting inside the callback brought the

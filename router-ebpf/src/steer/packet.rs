@@ -1,4 +1,4 @@
-//! The packet side of the steering stages: the arrival 5-tuple of an IPv4 TCP packet with the
+//! The packet side of the steering stages: the arrival 5-tuple of an IPv4 or IPv6 TCP packet with the
 //! header fields the stages decide on ([`Arrival`]), and [`PacketTcp`], the bounds-checked byte
 //! access `router_common::steer::translate` and the SYN option reader work through, whose option
 //! walks run in `bpf_loop`.
@@ -11,16 +11,16 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use router_common::{
-    nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
+    nat::{FlowKey, FAMILY_IPV6, PROTO_TCP},
     steer::{options::MAX_OPTION_STEPS, OptionLayout, OptionWalk, SteerError, SynOptionWalk, SynOptions, TcpBytes},
 };
 
 use crate::{
-    headers::{Ipv4Hdr, TcpHdr},
+    headers::{Ipv4Hdr, Ipv6Hdr, TcpHdr, IPV6_SRC_OFF},
     parse::{ptr_at, Tcp, Unparsed},
 };
 
-/// What the steering stages read from an IPv4 TCP packet's fixed headers.
+/// What the steering stages read from an IPv4 or IPv6 TCP packet's fixed headers.
 #[derive(Clone, Copy)]
 pub struct Arrival {
     /// The 5-tuple the packet arrived with.
@@ -34,22 +34,47 @@ pub struct Arrival {
     pub window: u16,
     /// The TCP checksum field as it arrived.
     pub check: u16,
-    /// The TCP segment's length by the IPv4 header (total length less its header length).
+    /// The TCP segment's length by the IP header (IPv4: total length less its header length;
+    /// IPv6: the payload length).
     pub tcp_len: u16,
 }
 
-/// The arrival 5-tuple and fixed TCP fields of an IPv4 packet. Expects `tcp` from the parser with
-/// `family == FAMILY_IPV4`.
+/// The arrival 5-tuple and fixed TCP fields of an IPv4 or IPv6 packet. Expects `tcp` from the
+/// parser (for IPv6 the TCP header right after the fixed header: no extension header).
 #[inline(always)]
 pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
-    let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off)?;
     let th = ptr_at::<TcpHdr>(ctx, tcp.l4_off)?;
-    // SAFETY: `ptr_at` checked that both whole headers lie inside the packet; both have alignment 1.
-    let (src, dst, total_len, ihl, th) =
-        unsafe { ((*ip).src, (*ip).dst, u16::from_be_bytes((*ip).total_len), (*ip).version_ihl & 0x0f, &*th) };
-    let mut key = FlowKey { family: FAMILY_IPV4, protocol: PROTO_TCP, ..FlowKey::default() };
-    key.src_addr[..4].copy_from_slice(&src);
-    key.dst_addr[..4].copy_from_slice(&dst);
+    let mut key = FlowKey { family: tcp.family, protocol: PROTO_TCP, ..FlowKey::default() };
+    let tcp_len = if tcp.family == FAMILY_IPV6 {
+        let ip = ptr_at::<Ipv6Hdr>(ctx, tcp.l3_off)?;
+        // The addresses go straight from the packet into the key through the helper: copied by
+        // hand, 32 single-byte moves spilled enough registers to run `record_answer` past the
+        // 512-byte stack (and as a BPF function of its own, LLVM passed it 32-bit packet pointers
+        // the verifier refuses).
+        let at = (tcp.l3_off + IPV6_SRC_OFF) as u32;
+        // SAFETY: `ctx.ctx` is the program's context; each destination is a live 16-byte array. The
+        // helper fails (non-zero) instead of reading past the packet.
+        let failed = unsafe {
+            bpf_xdp_load_bytes(ctx.ctx, at, key.src_addr.as_mut_ptr().cast(), 16) != 0
+                || bpf_xdp_load_bytes(ctx.ctx, at + 16, key.dst_addr.as_mut_ptr().cast(), 16) != 0
+        };
+        if failed {
+            return Err(Unparsed);
+        }
+        // SAFETY: `ptr_at` checked that the whole header lies inside the packet; alignment 1.
+        // No extension header (the parser's condition): the payload is the TCP segment.
+        u16::from_be_bytes(unsafe { (*ip).payload_len })
+    } else {
+        let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off)?;
+        // SAFETY: as above.
+        let (src, dst, total_len, ihl) =
+            unsafe { ((*ip).src, (*ip).dst, u16::from_be_bytes((*ip).total_len), (*ip).version_ihl & 0x0f) };
+        key.src_addr[..4].copy_from_slice(&src);
+        key.dst_addr[..4].copy_from_slice(&dst);
+        total_len.wrapping_sub(u16::from(ihl) * 4)
+    };
+    // SAFETY: `ptr_at` checked that the whole TCP header lies inside the packet; alignment 1.
+    let th = unsafe { &*th };
     key.src_port = u16::from_be_bytes(th.src_port);
     key.dst_port = u16::from_be_bytes(th.dst_port);
     Ok(Arrival {
@@ -60,7 +85,7 @@ pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
         ack: u32::from_be_bytes(th.ack),
         window: u16::from_be_bytes(th.window),
         check: u16::from_be_bytes(th.check),
-        tcp_len: total_len.wrapping_sub(u16::from(ihl) * 4),
+        tcp_len,
     })
 }
 
@@ -78,7 +103,8 @@ pub fn arrival(ctx: &XdpContext, tcp: &Tcp) -> Result<Arrival, Unparsed> {
 pub struct PacketTcp {
     /// The program's context (`xdp_md`), as `XdpContext` holds it.
     ctx: *mut xdp_md,
-    /// Offset of the TCP header from `data` (at most 74: Ethernet and the longest IPv4 header).
+    /// Offset of the TCP header from `data` (at most 74: Ethernet and the longest IPv4 header; 54
+    /// for IPv6).
     l4_off: usize,
 }
 

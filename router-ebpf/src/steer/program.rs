@@ -15,10 +15,10 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use router_common::{
-    nat::FAMILY_IPV4,
+    nat::FAMILY_IPV6,
     steer::{
-        may_be_partial, rules::acked_max, setup::STEER_CONNECTING, SteerFlow, STEER_FIN, STEER_RST, STEER_STEERED,
-        STEER_TO_CLIENT,
+        may_be_partial, may_be_partial_v6, rules::acked_max, setup::STEER_CONNECTING, SteerFlow, STEER_FIN, STEER_RST,
+        STEER_STEERED, STEER_TO_CLIENT,
     },
 };
 
@@ -74,7 +74,7 @@ pub fn steer_translate(ctx: XdpContext) -> u32 {
     let Some(tcp) = packet.tcp else {
         return xdp_action::XDP_PASS;
     };
-    if packet.fragment || tcp.family != FAMILY_IPV4 {
+    if packet.fragment {
         return xdp_action::XDP_PASS;
     }
     match stage(&ctx, &tcp) {
@@ -89,7 +89,7 @@ pub fn steer_translate(ctx: XdpContext) -> u32 {
     }
 }
 
-/// The steering stage for an IPv4, unfragmented TCP packet (`tcp` from the parser). A packet
+/// The steering stage for an IPv4 or IPv6 (no extension header), unfragmented TCP packet (`tcp` from the parser). A packet
 /// this returns [`Steered::NotOurs`] or [`Steered::Connecting`] for is unchanged; a dropped one
 /// too.
 ///
@@ -212,9 +212,14 @@ fn handoff(frame_len: usize, packet: &Arrival) -> Option<Handoff> {
     if frame_len > XDP_MAX_FRAME {
         return Some(Handoff::Large);
     }
-    let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
-    may_be_partial(packet.check, v4(&packet.key.src_addr), v4(&packet.key.dst_addr), packet.tcp_len)
-        .then_some(Handoff::Partial)
+    let key = &packet.key;
+    let partial = if key.family == FAMILY_IPV6 {
+        may_be_partial_v6(packet.check, &key.src_addr, &key.dst_addr, packet.tcp_len)
+    } else {
+        let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
+        may_be_partial(packet.check, v4(&key.src_addr), v4(&key.dst_addr), packet.tcp_len)
+    };
+    partial.then_some(Handoff::Partial)
 }
 
 #[inline(always)]

@@ -5,12 +5,9 @@
 //! answer.
 
 use aya_ebpf::{helpers::bpf_ktime_get_ns, programs::XdpContext};
-use router_common::{
-    nat::FAMILY_IPV4,
-    steer::{
-        setup::{SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK},
-        SynOptions,
-    },
+use router_common::steer::{
+    setup::{SteerAnswer, SteerPortKey, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK},
+    SynOptions,
 };
 
 use super::{
@@ -18,20 +15,13 @@ use super::{
     packet::{arrival, Arrival, PacketTcp},
 };
 use crate::{
-    headers::{EthHdr, Ipv4Hdr, TcpHdr, TCP_ACK, TCP_RST, TCP_SYN},
+    headers::{EthHdr, TcpHdr, TCP_ACK, TCP_RST, TCP_SYN},
+    maps::CONNTRACK_REV,
     parse::{ptr_at, Tcp},
 };
 
 /// `bpf_map_update_elem` flag: create or replace.
 const BPF_ANY: u64 = 0;
-
-/// An IPv4 address in the 16-byte map layout (first 4 bytes, the rest zero).
-#[inline(always)]
-fn v4_in_16(addr: [u8; 4]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out[..4].copy_from_slice(&addr);
-    out
-}
 
 /// The Ethernet source and destination of the frame.
 #[inline(always)]
@@ -41,33 +31,46 @@ fn macs(ctx: &XdpContext) -> Option<([u8; 6], [u8; 6])> {
     Some(unsafe { ((*eth).src, (*eth).dst) })
 }
 
-/// The destination of an IPv4 client SYN (SYN without ACK), before any rewrite: what
-/// [`record_syn`] records as the address C connected to. `None` for every other packet. Expects
-/// `tcp` from the parser with `family == FAMILY_IPV4`.
+/// Whether the packet is a client SYN (SYN without ACK): the only packet [`record_syn`] records.
+/// Expects `tcp` from the parser.
 #[inline(always)]
-pub fn syn_destination(ctx: &XdpContext, tcp: &Tcp) -> Option<([u8; 4], u16)> {
-    let ip = ptr_at::<Ipv4Hdr>(ctx, tcp.l3_off).ok()?;
-    let th = ptr_at::<TcpHdr>(ctx, tcp.l4_off).ok()?;
-    // SAFETY: `ptr_at` checked that both whole headers lie inside the packet; both have alignment 1.
-    let (dst, dst_port, flags) = unsafe { ((*ip).dst, (*th).dst_port, (*th).off_flags[1]) };
-    (flags & (TCP_SYN | TCP_ACK) == TCP_SYN).then_some((dst, u16::from_be_bytes(dst_port)))
+pub fn is_client_syn(ctx: &XdpContext, tcp: &Tcp) -> bool {
+    let Ok(th) = ptr_at::<TcpHdr>(ctx, tcp.l4_off) else {
+        return false;
+    };
+    // SAFETY: `ptr_at` checked that the whole header lies inside the packet; alignment 1.
+    let flags = unsafe { (*th).off_flags[1] };
+    flags & (TCP_SYN | TCP_ACK) == TCP_SYN
 }
 
 /// Records the client SYN in the packet (read after the nodePort stage, so its 5-tuple is what R
-/// sees) when its destination port is in `STEER_PORTS`; `arrival_dst` is the destination it
-/// arrived with ([`syn_destination`]). Expects an IPv4 SYN without ACK, `tcp` from the parser.
-/// Returns whether it was recorded; a SYN whose options do not parse, or a full map, is not. Not
-/// inlined, like `super::program::stage`: its own stack frame.
+/// sees) when its destination port is in `STEER_PORTS`, with the destination C sent it to: the
+/// packet's own when the nodePort stage left it alone, else the nodePort address the stage's
+/// `CONNTRACK_REV` entry keeps for the replies (`nat` true). That entry is read here rather than the
+/// destination being carried over the nodePort stage: 18 bytes of an IPv6 address held in
+/// `xdp_front`'s frame ran the call chain past the 512-byte stack. Expects a SYN without ACK
+/// ([`is_client_syn`]), `tcp` from the parser. Returns whether it was recorded; a SYN whose options
+/// do not parse, or a full map, is not. Not inlined, like `super::program::stage`: its own stack
+/// frame.
 #[inline(never)]
-pub fn record_syn(ctx: &XdpContext, tcp: &Tcp, arrival_dst: ([u8; 4], u16)) -> bool {
+pub fn record_syn(ctx: &XdpContext, tcp: &Tcp, nat: bool) -> bool {
     let Ok(arrived) = arrival(ctx, tcp) else {
         return false;
     };
     let packet = &arrived;
-    let port = SteerPortKey { port: packet.key.dst_port, family: FAMILY_IPV4, _pad: 0 };
+    let port = SteerPortKey { port: packet.key.dst_port, family: packet.key.family, _pad: 0 };
     if STEER_PORTS.get_ptr(port).is_none() {
         return false;
     }
+    let (arrival_dst_addr, arrival_dst_port) = if nat {
+        let Some(reply) = CONNTRACK_REV.get_ptr(packet.key.reversed()) else {
+            return false;
+        };
+        // SAFETY: a valid pointer to a live map value of plain data.
+        unsafe { ((*reply).addr, (*reply).port) }
+    } else {
+        (packet.key.dst_addr, packet.key.dst_port)
+    };
     let Ok(options) = PacketTcp::new(ctx, tcp).syn_options(packet.header_len) else {
         return false;
     };
@@ -79,12 +82,12 @@ pub fn record_syn(ctx: &XdpContext, tcp: &Tcp, arrival_dst: ([u8; 4], u16)) -> b
         seen_ns: unsafe { bpf_ktime_get_ns() },
         isn: packet.seq,
         tsval: options.tsval,
-        arrival_dst_addr: v4_in_16(arrival_dst.0),
-        arrival_dst_port: arrival_dst.1,
+        arrival_dst_addr,
+        arrival_dst_port,
         mss: options.mss,
         wscale: options.wscale,
         options: options.present,
-        family: FAMILY_IPV4,
+        family: packet.key.family,
         _pad: 0,
         if_index: ctx.ingress_ifindex() as u32,
         peer_mac,
@@ -97,7 +100,7 @@ pub fn record_syn(ctx: &XdpContext, tcp: &Tcp, arrival_dst: ([u8; 4], u16)) -> b
 /// `packet.key`, P -> Q): a SYN-ACK or a RST goes into `STEER_ANSWERS` and its key onto
 /// `STEER_EVENTS`. Returns whether both happened; anything else (another packet, options that do
 /// not parse, a full map or ring) records nothing or leaves the answer without its event, and the
-/// router gives up on the flow after its timeout. Expects an IPv4 packet, `tcp` from the parser.
+/// router gives up on the flow after its timeout. Expects `tcp` from the parser.
 /// Not inlined: its own stack frame.
 #[inline(never)]
 pub fn record_answer(ctx: &XdpContext, tcp: &Tcp) -> bool {

@@ -13,12 +13,13 @@
 //! (`router_common::steer::checksum_change`); a GSO skb is rewritten once, header only, and the
 //! kernel (or the NIC) cuts it into segments on the way out, each with its own sequence number.
 //!
-//! - Verdict policy: `TC_ACT_OK` (unchanged) for anything that is not IPv4 TCP with a steered or
-//!   connecting `STEER_FLOWS` entry under its arrival 5-tuple, and for fragments; `TC_ACT_SHOT` for
+//! - Verdict policy: `TC_ACT_OK` (unchanged) for anything that is not IPv4 or IPv6 TCP with a
+//!   steered or connecting `STEER_FLOWS` entry under its arrival 5-tuple, for IPv4 fragments and for
+//!   IPv6 packets with an extension header before TCP; `TC_ACT_SHOT` for
 //!   every packet to a connecting leg B (a SYN-ACK or RST recorded first, `XDP_STATS` 20), for a steered
 //!   flow's SYN, a segment whose header or options do not parse, or a helper that refused (counted
 //!   in the entry's `dropped` and `XDP_STATS` 24); otherwise the packet is translated with the
-//!   same `router_common::steer::translate` as in XDP, its IPv4 and Ethernet addresses set, counted
+//!   same `router_common::steer::translate` as in XDP, its IP and Ethernet addresses set, counted
 //!   (entry, `XDP_STATS` 23) and redirected to the egress of the entry's `if_index`
 //!   (`TC_ACT_REDIRECT`).
 //! - Bounds and access: every read and write through `bpf_skb_load_bytes`/`bpf_skb_store_bytes`
@@ -36,7 +37,7 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use router_common::{
-    nat::{FlowKey, FAMILY_IPV4, PROTO_TCP},
+    nat::{FlowKey, FAMILY_IPV4, FAMILY_IPV6, PROTO_TCP},
     stats::{STATS_STEER_ANSWER, STATS_TC_STEERED, STATS_TC_STEER_DROP},
     steer::{
         segment::CHECK, setup::STEER_CONNECTING, translate, ChecksumChange, OptionLayout, SteerError, SteerFlow,
@@ -52,13 +53,18 @@ use super::{
 };
 use crate::{
     headers::{
-        EthHdr, Ipv4Hdr, TcpHdr, ETH_P_IP, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF, TCP_ACK, TCP_RST, TCP_SYN,
+        EthHdr, Ipv4Hdr, Ipv6Hdr, TcpHdr, ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPV4_CHECK_OFF, IPV4_SRC_OFF,
+        IPV6_SRC_OFF, TCP_ACK, TCP_RST, TCP_SYN,
     },
     stats::count,
 };
 
 const ETH_LEN: usize = size_of::<EthHdr>();
 const IPV4_MF_OFFSET: u16 = 0x3fff;
+/// Offset of the payload length in the IPv6 fixed header.
+const IPV6_PAYLOAD_LEN_OFF: usize = 4;
+/// Offset of the next-header byte in the IPv6 fixed header.
+const IPV6_NEXT_HEADER_OFF: usize = 6;
 
 /// Looks the packet's entry up ([`entry_state`]) and hands a connecting leg's packet to
 /// [`answer`] and a steered flow's to [`translate_and_redirect`]. Each is a BPF function of its own
@@ -82,7 +88,7 @@ pub fn steer_ingress(ctx: TcContext) -> i32 {
     }
 }
 
-/// An IPv4 TCP packet's arrival 5-tuple and fixed fields, and where its TCP header is.
+/// An IPv4 or IPv6 TCP packet's arrival 5-tuple and fixed fields, and where its TCP header is.
 struct Arrived {
     packet: Arrival,
     l4_off: usize,
@@ -166,7 +172,7 @@ fn record_answer(ctx: &TcContext, arrived: &Arrived) -> bool {
     record_answer_of(packet, &options, (eth.src, eth.dst), if_index)
 }
 
-/// What the translation needs of an IPv4, unfragmented TCP packet: its arrival 5-tuple, where its
+/// What the translation needs of an IPv4 (unfragmented) or IPv6 TCP packet: its arrival 5-tuple, where its
 /// TCP header is, its flags and acknowledgement number. Kept small: it sits on the translation's
 /// frame, which is near the 512-byte limit.
 struct Head {
@@ -176,30 +182,58 @@ struct Head {
     ack: u32,
 }
 
-/// The [`Head`] of an IPv4, unfragmented TCP packet; `None` for anything else.
+/// The [`Head`] of an IPv4 (unfragmented) or IPv6 (no extension header) TCP packet; `None` for
+/// anything else.
 #[inline(always)]
 fn read_head(ctx: &TcContext) -> Option<Head> {
     let ether_type: [u8; 2] = ctx.load(12).ok()?;
-    if u16::from_be_bytes(ether_type) != ETH_P_IP {
-        return None;
-    }
-    let ip: Ipv4Hdr = ctx.load(ETH_LEN).ok()?;
-    let ihl = usize::from(ip.version_ihl & 0x0f);
-    if ip.version_ihl >> 4 != 4
-        || ihl < 5
-        || ip.protocol != IPPROTO_TCP
-        || u16::from_be_bytes(ip.frag_off) & IPV4_MF_OFFSET != 0
-    {
-        return None;
-    }
-    let l4_off = ETH_LEN + ihl * 4;
+    let mut key = FlowKey { protocol: PROTO_TCP, ..FlowKey::default() };
+    let l4_off = match u16::from_be_bytes(ether_type) {
+        ETH_P_IP => {
+            let ip: Ipv4Hdr = ctx.load(ETH_LEN).ok()?;
+            let ihl = usize::from(ip.version_ihl & 0x0f);
+            if ip.version_ihl >> 4 != 4
+                || ihl < 5
+                || ip.protocol != IPPROTO_TCP
+                || u16::from_be_bytes(ip.frag_off) & IPV4_MF_OFFSET != 0
+            {
+                return None;
+            }
+            key.family = FAMILY_IPV4;
+            key.src_addr[..4].copy_from_slice(&ip.src);
+            key.dst_addr[..4].copy_from_slice(&ip.dst);
+            ETH_LEN + ihl * 4
+        }
+        ETH_P_IPV6 => {
+            // Byte by byte, the addresses straight into the key: a whole `Ipv6Hdr` on the stack ran
+            // `answer` past the 512-byte limit.
+            let version: u8 = ctx.load(ETH_LEN).ok()?;
+            let next_header: u8 = ctx.load(ETH_LEN + IPV6_NEXT_HEADER_OFF).ok()?;
+            // An extension header (fragment, hop-by-hop, ...) before TCP: not steered, as in XDP.
+            if version >> 4 != 6 || next_header != IPPROTO_TCP {
+                return None;
+            }
+            key.family = FAMILY_IPV6;
+            load_into(ctx, ETH_LEN + IPV6_SRC_OFF, &mut key.src_addr)?;
+            load_into(ctx, ETH_LEN + IPV6_SRC_OFF + 16, &mut key.dst_addr)?;
+            ETH_LEN + size_of::<Ipv6Hdr>()
+        }
+        _ => return None,
+    };
     let th: TcpHdr = ctx.load(l4_off).ok()?;
-    let mut key = FlowKey { family: FAMILY_IPV4, protocol: PROTO_TCP, ..FlowKey::default() };
-    key.src_addr[..4].copy_from_slice(&ip.src);
-    key.dst_addr[..4].copy_from_slice(&ip.dst);
     key.src_port = u16::from_be_bytes(th.src_port);
     key.dst_port = u16::from_be_bytes(th.dst_port);
     Some(Head { key, l4_off, flags: th.off_flags[1], ack: u32::from_be_bytes(th.ack) })
+}
+
+/// Reads 16 packet bytes (an IPv6 address) at `offset` straight into `out`; `None` past the packet's end.
+#[inline(always)]
+fn load_into(ctx: &TcContext, offset: usize, out: &mut [u8; 16]) -> Option<()> {
+    // SAFETY: `ctx.skb.skb` is this program's context; `out` is a live 16-byte buffer. The helper
+    // fails (non-zero) instead of reading past the packet.
+    let failed =
+        unsafe { bpf_skb_load_bytes(ctx.skb.skb.cast::<c_void>(), offset as u32, out.as_mut_ptr().cast(), 16) };
+    (failed == 0).then_some(())
 }
 
 /// The whole arrival (for the answer record): the [`Head`] and the TCP header's other fields.
@@ -207,8 +241,13 @@ fn read_head(ctx: &TcContext) -> Option<Head> {
 fn read_arrival(ctx: &TcContext) -> Option<Arrived> {
     let head = read_head(ctx)?;
     let th: TcpHdr = ctx.load(head.l4_off).ok()?;
-    let total_len: [u8; 2] = ctx.load(ETH_LEN + 2).ok()?;
-    let ip_header_len = (head.l4_off - ETH_LEN) as u16;
+    let tcp_len = if head.key.family == FAMILY_IPV6 {
+        let payload_len: [u8; 2] = ctx.load(ETH_LEN + IPV6_PAYLOAD_LEN_OFF).ok()?;
+        u16::from_be_bytes(payload_len)
+    } else {
+        let total_len: [u8; 2] = ctx.load(ETH_LEN + 2).ok()?;
+        u16::from_be_bytes(total_len).wrapping_sub((head.l4_off - ETH_LEN) as u16)
+    };
     let packet = Arrival {
         key: head.key,
         flags: head.flags,
@@ -217,7 +256,7 @@ fn read_arrival(ctx: &TcContext) -> Option<Arrived> {
         ack: head.ack,
         window: u16::from_be_bytes(th.window),
         check: u16::from_be_bytes(th.check),
-        tcp_len: u16::from_be_bytes(total_len).wrapping_sub(ip_header_len),
+        tcp_len,
     };
     Some(Arrived { packet, l4_off: head.l4_off })
 }
@@ -225,22 +264,29 @@ fn read_arrival(ctx: &TcContext) -> Option<Arrived> {
 /// A helper refused a write (the skb could not be made writable, say).
 struct Refused;
 
-/// The TCP header through `translate` (checksum by the kernel's helpers), then the IPv4 addresses
-/// with the header checksum, then the Ethernet addresses.
+/// The TCP header through `translate` (checksum by the kernel's helpers), then the IP addresses
+/// (IPv4 with the header checksum; IPv6 has none, its addresses count in TCP's pseudo-header only,
+/// which `translate` moved), then the Ethernet addresses.
 #[inline(always)]
 fn rewrite(ctx: &TcContext, head: &Head, flow: &SteerFlow) -> Result<(), Refused> {
     let mut segment = SkbTcp { skb: ctx.skb.skb, l4_off: head.l4_off };
     let key = &head.key;
     translate(&mut segment, key, flow).map_err(|_| Refused)?;
-    let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
-    for (at, old, new) in [
-        (ETH_LEN + IPV4_SRC_OFF, v4(&key.src_addr), v4(&flow.src_addr)),
-        (ETH_LEN + IPV4_SRC_OFF + 4, v4(&key.dst_addr), v4(&flow.dst_addr)),
-    ] {
-        let (old, new) = (u32::from_ne_bytes(old), u32::from_ne_bytes(new));
-        if old != new {
-            ctx.l3_csum_replace(ETH_LEN + IPV4_CHECK_OFF, u64::from(old), u64::from(new), 4).map_err(|_| Refused)?;
-            ctx.store(at, &new, 0).map_err(|_| Refused)?;
+    if key.family == FAMILY_IPV6 {
+        ctx.store(ETH_LEN + IPV6_SRC_OFF, &flow.src_addr, 0).map_err(|_| Refused)?;
+        ctx.store(ETH_LEN + IPV6_SRC_OFF + 16, &flow.dst_addr, 0).map_err(|_| Refused)?;
+    } else {
+        let v4 = |a: &[u8; 16]| [a[0], a[1], a[2], a[3]];
+        for (at, old, new) in [
+            (ETH_LEN + IPV4_SRC_OFF, v4(&key.src_addr), v4(&flow.src_addr)),
+            (ETH_LEN + IPV4_SRC_OFF + 4, v4(&key.dst_addr), v4(&flow.dst_addr)),
+        ] {
+            let (old, new) = (u32::from_ne_bytes(old), u32::from_ne_bytes(new));
+            if old != new {
+                ctx.l3_csum_replace(ETH_LEN + IPV4_CHECK_OFF, u64::from(old), u64::from(new), 4)
+                    .map_err(|_| Refused)?;
+                ctx.store(at, &new, 0).map_err(|_| Refused)?;
+            }
         }
     }
     let mut macs = [0u8; 12];

@@ -74,6 +74,8 @@ mod steer_fallbacks;
 mod steer_flows;
 #[cfg(test)]
 mod steer_front_tests;
+#[cfg(test)]
+mod steer_ipv6_tests;
 mod steer_maps;
 #[cfg(test)]
 mod steer_packet_tests;

@@ -1,10 +1,13 @@
 //! The kernel's own answer to "how does this node reach that pod": an rtnetlink `RTM_GETROUTE` for one
-//! IPv4 address, as `ip route get` asks it. The reply names the interface the node sends on
+//! IPv4 or IPv6 address, as `ip route get` asks it. The reply names the interface the node sends on
 //! (`RTA_OIF`), which is where the pod's packets come back in, and the source address the node would use
 //! (`RTA_PREFSRC`). Passthrough steering uses both: the source is leg B's address, and the interface is
 //! where `steer_ingress` must run before leg B's SYN leaves ([`super::pod_facing`]).
 
-use std::{io, net::Ipv4Addr};
+use std::{
+    io,
+    net::{IpAddr, Ipv4Addr, Ipv6Addr},
+};
 
 use super::netlink::{attributes, read_i32, read_u16, read_u32, RouteSocket, NLMSG_HDR_LEN, RTA_HDR_LEN};
 
@@ -18,14 +21,14 @@ const RTA_PREFSRC: u16 = 7;
 /// How the node reaches one address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RouteTo {
-    /// The source address the node's packets to it carry.
-    pub source: Ipv4Addr,
+    /// The source address the node's packets to it carry (of the asked address's family).
+    pub source: IpAddr,
     /// The interface they leave by (the pod's answers arrive there).
     pub if_index: u32,
 }
 
 /// Asks the kernel's FIB, in the caller's network namespace, how it reaches `dst`.
-pub fn route_to(dst: Ipv4Addr) -> io::Result<RouteTo> {
+pub fn route_to(dst: IpAddr) -> io::Result<RouteTo> {
     let socket = RouteSocket::open()?;
     socket.send(&getroute_request(dst))?;
     let mut buf = vec![0u8; 8 * 1024];
@@ -34,21 +37,34 @@ pub fn route_to(dst: Ipv4Addr) -> io::Result<RouteTo> {
 }
 
 /// An `RTM_GETROUTE` request for the single address `dst`.
-fn getroute_request(dst: Ipv4Addr) -> Vec<u8> {
-    let len = NLMSG_HDR_LEN + RTMSG_LEN + RTA_HDR_LEN + 4;
+fn getroute_request(dst: IpAddr) -> Vec<u8> {
+    let (family, prefix_len, addr) = match dst.to_canonical() {
+        IpAddr::V4(v4) => (libc::AF_INET, 32, v4.octets().to_vec()),
+        IpAddr::V6(v6) => (libc::AF_INET6, 128, v6.octets().to_vec()),
+    };
+    let len = NLMSG_HDR_LEN + RTMSG_LEN + RTA_HDR_LEN + addr.len();
     let mut msg = Vec::with_capacity(len);
     msg.extend_from_slice(&(len as u32).to_ne_bytes());
     msg.extend_from_slice(&libc::RTM_GETROUTE.to_ne_bytes());
     msg.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
     msg.extend_from_slice(&1u32.to_ne_bytes());
     msg.extend_from_slice(&0u32.to_ne_bytes());
-    // struct rtmsg: an IPv4 host route (dst_len 32), everything else left to the kernel.
-    msg.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0, 0, 0, 0, 0]);
+    // struct rtmsg: a host route of the address's family, everything else left to the kernel.
+    msg.extend_from_slice(&[family as u8, prefix_len, 0, 0, 0, 0, 0, 0]);
     msg.extend_from_slice(&0u32.to_ne_bytes());
-    msg.extend_from_slice(&((RTA_HDR_LEN + 4) as u16).to_ne_bytes());
+    msg.extend_from_slice(&((RTA_HDR_LEN + addr.len()) as u16).to_ne_bytes());
     msg.extend_from_slice(&RTA_DST.to_ne_bytes());
-    msg.extend_from_slice(&dst.octets());
+    msg.extend_from_slice(&addr);
     msg
+}
+
+/// The address in an `RTA_PREFSRC` value: 4 bytes for IPv4, 16 for IPv6.
+fn source_address(value: &[u8]) -> Option<IpAddr> {
+    match value.len() {
+        4 => <[u8; 4]>::try_from(value).ok().map(|b| IpAddr::V4(Ipv4Addr::from(b))),
+        16 => <[u8; 16]>::try_from(value).ok().map(|b| IpAddr::V6(Ipv6Addr::from(b))),
+        _ => None,
+    }
 }
 
 /// Parses the reply to [`getroute_request`]: an `RTM_NEWROUTE` message, or an `NLMSG_ERROR`
@@ -73,7 +89,7 @@ fn parse_getroute_reply(buf: &[u8]) -> io::Result<RouteTo> {
     for (kind, value) in attributes(attrs) {
         match kind {
             RTA_OIF => if_index = read_u32(value, 0),
-            RTA_PREFSRC => source = value.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok()).map(Ipv4Addr::from),
+            RTA_PREFSRC => source = source_address(value),
             _ => {}
         }
     }
@@ -99,7 +115,7 @@ mod tests {
 
     #[test]
     fn the_request_asks_for_one_ipv4_host_route() {
-        let msg = getroute_request(Ipv4Addr::new(10, 1, 2, 3));
+        let msg = getroute_request(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3)));
         assert_eq!(read_u32(&msg, 0), Some(msg.len() as u32));
         assert_eq!(read_u16(&msg, 4), Some(libc::RTM_GETROUTE));
         assert_eq!(msg[NLMSG_HDR_LEN], libc::AF_INET as u8);
@@ -117,7 +133,7 @@ mod tests {
         let reply = message(libc::RTM_NEWROUTE, &body);
         assert_eq!(
             parse_getroute_reply(&reply).expect("parses"),
-            RouteTo { source: Ipv4Addr::new(10, 1, 2, 1), if_index: 9 }
+            RouteTo { source: IpAddr::V4(Ipv4Addr::new(10, 1, 2, 1)), if_index: 9 }
         );
     }
 
@@ -140,7 +156,35 @@ mod tests {
     #[test]
     fn the_kernel_answers_for_loopback_with_lo() {
         // Every network namespace has `lo` as interface 1; 127.0.0.1 is reached through it, from itself.
-        let route = route_to(Ipv4Addr::LOCALHOST).expect("the kernel answers");
-        assert_eq!(route, RouteTo { source: Ipv4Addr::LOCALHOST, if_index: 1 });
+        let route = route_to(IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("the kernel answers");
+        assert_eq!(route, RouteTo { source: IpAddr::V4(Ipv4Addr::LOCALHOST), if_index: 1 });
+    }
+
+    #[test]
+    fn the_ipv6_request_asks_for_one_host_route_of_sixteen_bytes() {
+        let pod = Ipv6Addr::new(0xfd00, 0x211, 1, 0, 0, 0, 0, 2);
+        let msg = getroute_request(IpAddr::V6(pod));
+        assert_eq!(read_u32(&msg, 0), Some(msg.len() as u32));
+        assert_eq!(msg[NLMSG_HDR_LEN], libc::AF_INET6 as u8);
+        assert_eq!(msg[NLMSG_HDR_LEN + 1], 128, "dst_len");
+        let attrs: Vec<_> = attributes(&msg[NLMSG_HDR_LEN + RTMSG_LEN..]).collect();
+        assert_eq!(attrs, vec![(RTA_DST, &pod.octets()[..])]);
+    }
+
+    #[test]
+    fn an_ipv6_reply_gives_a_sixteen_byte_source() {
+        let node = Ipv6Addr::new(0xfd00, 0x211, 1, 0, 0, 0, 0, 1);
+        let mut body = vec![0u8; RTMSG_LEN];
+        body.extend(attr(RTA_OIF, &5u32.to_ne_bytes()));
+        body.extend(attr(RTA_PREFSRC, &node.octets()));
+        let reply = message(libc::RTM_NEWROUTE, &body);
+        assert_eq!(parse_getroute_reply(&reply).expect("parses"), RouteTo { source: IpAddr::V6(node), if_index: 5 });
+    }
+
+    #[test]
+    fn the_kernel_answers_for_ipv6_loopback_with_lo() {
+        // `lo` has ::1 in every network namespace where IPv6 is on (the tests' are).
+        let route = route_to(IpAddr::V6(Ipv6Addr::LOCALHOST)).expect("the kernel answers");
+        assert_eq!(route, RouteTo { source: IpAddr::V6(Ipv6Addr::LOCALHOST), if_index: 1 });
     }
 }

@@ -8,8 +8,10 @@ pub enum Fallback {
     NoSyn,
     /// The connection came with a PROXY header: the bytes R read are not all C's.
     ProxyProtocol,
-    /// IPv6 client or pod: not steered yet.
-    Ipv6,
+    /// The client and the pod are of different address families (an IPv4 client to an IPv6 pod or
+    /// the other way round): the datapath rewrites addresses within one family only. Slot 2, which
+    /// counted every IPv6 connection (label `ipv6`) before IPv6 flows were steered.
+    MixedFamily,
     /// No free port in the reserved range.
     NoPort,
     /// `STEER_FLOWS` is full.
@@ -43,7 +45,7 @@ impl Fallback {
     pub const ALL: [Fallback; 15] = [
         Fallback::NoSyn,
         Fallback::ProxyProtocol,
-        Fallback::Ipv6,
+        Fallback::MixedFamily,
         Fallback::NoPort,
         Fallback::MapFull,
         Fallback::MapError,
@@ -67,7 +69,7 @@ impl Fallback {
         match self {
             Fallback::NoSyn => "no_syn",
             Fallback::ProxyProtocol => "proxy_protocol",
-            Fallback::Ipv6 => "ipv6",
+            Fallback::MixedFamily => "mixed_family",
             Fallback::NoPort => "no_port",
             Fallback::MapFull => "map_full",
             Fallback::MapError => "map_error",
@@ -99,6 +101,7 @@ mod tests {
         slots.dedup();
         assert_eq!(slots.len(), Fallback::ALL.len());
         assert!(Fallback::ALL.len() as u32 <= super::super::STEER_FALLBACK_SLOTS);
+        assert_eq!(Fallback::MixedFamily.slot(), 2, "the slot the `ipv6` reason had");
         assert_eq!(Fallback::ReplayUnacked.slot(), 13);
         assert_eq!(Fallback::PodInterface.slot(), 14);
     }

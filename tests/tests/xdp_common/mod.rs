@@ -6,6 +6,7 @@
 pub mod flow_map_fill;
 pub mod in_netns;
 pub mod steer_ends;
+pub mod steer_rows;
 pub mod steer_topology;
 
 use std::{

@@ -7,7 +7,7 @@
 use std::{
     fs,
     io::{self, Read, Write},
-    net::{Shutdown, SocketAddr, TcpListener, TcpStream},
+    net::{Shutdown, TcpListener, TcpStream},
     path::Path,
     process::{Command, Stdio},
     sync::{
@@ -22,7 +22,7 @@ use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::tls_client::{client_config, server_name, Trust};
 
 use super::in_netns::{accept, connect, listen};
-use super::steer_topology::{eventually, metric, metric_where, sha256_file, Interfaces, Topology, NODE4, POD_A};
+use super::steer_topology::{eventually, metric, metric_where, sha256_file, Family, Interfaces, Topology};
 use super::{dump_formatted, is_root, require_tools, PinDir, Process};
 
 pub const LIFE_HOST: &str = "life.example.com";
@@ -35,6 +35,8 @@ pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// One topology with its router and the pod-side listener of `life.example.com`.
 pub struct Life {
     pub topo: Topology,
+    /// The family of the flows: the route's pod address and the address the client connects to.
+    pub family: Family,
     pub pin_dir: PinDir,
     pub router: Process,
     pub pod: TcpListener,
@@ -65,6 +67,20 @@ impl Life {
     /// `None` (after saying so) without root. The router runs XDP in `mode` on a topology whose
     /// interfaces are set as `interfaces` says.
     pub fn start_in(prefix: &str, n: u32, mode: &str, interfaces: &Interfaces, envs: &[(&str, &str)]) -> Option<Life> {
+        Life::start_family(prefix, n, mode, interfaces, Family::V4, envs)
+    }
+
+    /// [`Life::start_in`] with flows of `family`: the route's pod listens on pod-a's address of that
+    /// family and the client connects to the node's. For IPv6 the router listens on both families
+    /// (`ROUTER_IP_V4_V6_MODE=v4v6`).
+    pub fn start_family(
+        prefix: &str,
+        n: u32,
+        mode: &str,
+        interfaces: &Interfaces,
+        family: Family,
+        envs: &[(&str, &str)],
+    ) -> Option<Life> {
         if !is_root() {
             eprintln!("skipping xdp_steer_life: needs root (network namespaces, XDP, bpffs, raw sockets)");
             return None;
@@ -72,22 +88,26 @@ impl Life {
         let serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         require_tools(&["ip", "nsenter", "bpftool", "curl", "ethtool", "openssl", "sha256sum", "bash", "head"]);
         let mut topo = Topology::with_interfaces(prefix, &[], interfaces);
-        let pod_addr: SocketAddr = format!("{POD_A}:{LIFE_PORT}").parse().expect("pod address");
+        let pod_addr = family.socket(family.pod_a(), LIFE_PORT);
         let pod = listen(&topo.pods[0], pod_addr);
         let mut extra = service("demo", "life", &[pod_addr]);
         extra += &RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("demo", "life", LIFE_HOST, "life") }
             .yaml();
         topo.write_manifests(&extra, 1);
         let pin_dir = PinDir::new(prefix, n);
-        let router = topo.start_router(mode, &pin_dir.0, envs);
-        Some(Life { topo, pin_dir, router, pod, _serial: serial })
+        let mut all_envs = envs.to_vec();
+        if family == Family::V6 {
+            all_envs.push(("ROUTER_IP_V4_V6_MODE", "v4v6"));
+        }
+        let router = topo.start_router(mode, &pin_dir.0, &all_envs);
+        Some(Life { topo, family, pin_dir, router, pod, _serial: serial })
     }
 
     /// Connects from the client namespace, sends `hello` in `pieces` writes (TCP_NODELAY, a pause
     /// after each, so each leaves as its own segment), and takes the pod's end once the hello
     /// arrived there whole.
     pub fn open(&self, hello: &[u8], pieces: usize) -> Opened {
-        let node: SocketAddr = format!("{NODE4}:443").parse().expect("node address");
+        let node = self.family.socket(self.family.node(), 443);
         let mut client = connect(&self.topo.client, node, IO_TIMEOUT);
         for piece in hello.chunks(hello.len().div_ceil(pieces.max(1))) {
             client.write_all(piece).expect("write a piece of the ClientHello");

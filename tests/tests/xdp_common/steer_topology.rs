@@ -4,15 +4,19 @@
 //! their own certificates.
 //!
 //! ```text
-//! client ns  veth-c  10.211.0.1/24
+//! client ns  veth-c  10.211.0.1/24   fd00:211::1/64
 //!    |
-//! node ns    veth-n  10.211.0.2/24   <- router :443/:80/:1936, xdp_front (--xdp-iface, skb or driver mode)
-//!            veth-pa 10.211.1.1/24   <- steer_ingress once a flow is steered to pod-a
-//!            veth-pb 10.211.2.1/24   <- steer_ingress once a flow is steered to pod-b
+//! node ns    veth-n  10.211.0.2/24   fd00:211::2/64    <- router :443/:80/:1936, xdp_front (--xdp-iface, skb or driver mode)
+//!            veth-pa 10.211.1.1/24   fd00:211:1::1/64  <- steer_ingress once a flow is steered to pod-a
+//!            veth-pb 10.211.2.1/24   fd00:211:2::1/64  <- steer_ingress once a flow is steered to pod-b
 //!    |                   |
-//! pod-a ns   veth-a 10.211.1.2/24    openssl s_server -WWW :8443 (certificate issued by pod-a-ca), test-backend :8080
-//! pod-b ns   veth-b 10.211.2.2/24    openssl s_server -WWW :8443 (certificate issued by pod-b-ca)
+//! pod-a ns   veth-a 10.211.1.2/24    fd00:211:1::2/64  openssl s_server -WWW :8443 (certificate issued by pod-a-ca), test-backend :8080
+//! pod-b ns   veth-b 10.211.2.2/24    fd00:211:2::2/64  openssl s_server -WWW :8443 (certificate issued by pod-b-ca)
 //! ```
+//!
+//! The IPv6 addresses are unique local ones (fd00::/8) inside the test's own namespaces, added without
+//! duplicate address detection so they are usable at once; the pods' servers listen on IPv4 only, and
+//! the IPv6 tests bring their own listeners (`steer_ends`).
 //!
 //! Routes (`write_manifests`): `steer.example.com` passthrough to both pods' :8443;
 //! `edge.example.com` edge-terminated by the router (its default certificate) to pod-a's
@@ -40,6 +44,53 @@ pub const NODE4: &str = "10.211.0.2";
 pub const POD_A: &str = "10.211.1.2";
 pub const POD_B: &str = "10.211.2.2";
 pub const NODE_IF: &str = "veth-n";
+pub const CLIENT6: &str = "fd00:211::1";
+pub const NODE6: &str = "fd00:211::2";
+pub const POD_A6: &str = "fd00:211:1::2";
+pub const POD_B6: &str = "fd00:211:2::2";
+
+/// The address family a steering test's flows use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The node's client-facing address of this family.
+    pub fn node(self) -> &'static str {
+        match self {
+            Family::V4 => NODE4,
+            Family::V6 => NODE6,
+        }
+    }
+
+    /// Pod-a's address of this family.
+    pub fn pod_a(self) -> &'static str {
+        match self {
+            Family::V4 => POD_A,
+            Family::V6 => POD_A6,
+        }
+    }
+
+    /// `addr:port` as a socket address of this family.
+    pub fn socket(self, addr: &str, port: u16) -> SocketAddr {
+        match self {
+            Family::V4 => format!("{addr}:{port}"),
+            Family::V6 => format!("[{addr}]:{port}"),
+        }
+        .parse()
+        .expect("a socket address")
+    }
+
+    /// The value of `STEER_FLOWS` entries' `family` (`router_common::nat::FAMILY_IPV4`/`FAMILY_IPV6`).
+    pub fn map_value(self) -> u64 {
+        match self {
+            Family::V4 => 4,
+            Family::V6 => 6,
+        }
+    }
+}
 /// The node's ends of the pods' veths (pod-a's, pod-b's).
 pub const POD_SIDE_IFS: [&str; 2] = ["veth-pa", "veth-pb"];
 pub const STEER_HOST: &str = "steer.example.com";
@@ -129,6 +180,19 @@ impl Topology {
         );
         pod_a.ip(&["route", "add", "default", "via", "10.211.1.1"]);
         pod_b.ip(&["route", "add", "default", "via", "10.211.2.1"]);
+        for (ns, dev, cidr) in [
+            (&client, "veth-c", format!("{CLIENT6}/64")),
+            (&node, NODE_IF, format!("{NODE6}/64")),
+            (&node, "veth-pa", "fd00:211:1::1/64".to_owned()),
+            (&pod_a, "veth-a", format!("{POD_A6}/64")),
+            (&node, "veth-pb", "fd00:211:2::1/64".to_owned()),
+            (&pod_b, "veth-b", format!("{POD_B6}/64")),
+        ] {
+            // nodad: usable at once, not tentative for a second of duplicate address detection.
+            ns.ip(&["-6", "addr", "add", &cidr, "dev", dev, "nodad"]);
+        }
+        pod_a.ip(&["-6", "route", "add", "default", "via", "fd00:211:1::1"]);
+        pod_b.ip(&["-6", "route", "add", "default", "via", "fd00:211:2::1"]);
         let node_ends = [(&node, NODE_IF), (&node, "veth-pa"), (&node, "veth-pb")];
         let pod_ends = [(&pod_a, "veth-a"), (&pod_b, "veth-b")];
         let all_ends = [(&client, "veth-c")].into_iter().chain(node_ends).chain(pod_ends);

@@ -156,10 +156,10 @@ mod tests {
     struct NoSender;
 
     impl crate::relay::steer::SegmentSender for NoSender {
-        fn send(&self, _dst: Ipv4Addr, _packet: &[u8]) -> std::io::Result<()> {
+        fn send(&self, _dst: IpAddr, _packet: &[u8]) -> std::io::Result<()> {
             Err(std::io::Error::other("adoption sends nothing"))
         }
-        fn route_towards(&self, _pod: Ipv4Addr) -> std::io::Result<crate::xdp::RouteTo> {
+        fn route_towards(&self, _pod: IpAddr) -> std::io::Result<crate::xdp::RouteTo> {
             Err(std::io::Error::other("adoption sends nothing"))
         }
     }

@@ -2,9 +2,9 @@
 //! (the client's SYN, the pod's SYN-ACK) and what the router's socket R reports: the pure part of the
 //! setup, following the contract's step 4.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use router_common::nat::{FlowKey, FAMILY_IPV4};
+use router_common::nat::{addr_bytes, FlowKey, FAMILY_IPV6};
 use router_common::steer::setup::{
     SteerAnswer, SteerSyn, STEER_CONNECTING, SYN_OPT_MSS, SYN_OPT_SACK_OK, SYN_OPT_TIMESTAMPS, SYN_OPT_WSCALE,
 };
@@ -27,15 +27,20 @@ pub struct RouterSide {
     pub wscale_client: u8,
 }
 
-/// The 5-tuple of the addresses in an IPv4 TCP flow.
-pub fn key(src: SocketAddrV4, dst: SocketAddrV4) -> FlowKey {
-    FlowKey::tcp((*src.ip()).into(), src.port(), (*dst.ip()).into(), dst.port())
+/// The 5-tuple of the addresses in a TCP flow (both of one family).
+pub fn key(src: SocketAddr, dst: SocketAddr) -> FlowKey {
+    FlowKey::tcp(src.ip(), src.port(), dst.ip(), dst.port())
 }
 
 /// The address and port C connected to (before any nodePort rewrite), from its recorded SYN.
-pub fn arrival_destination(syn: &SteerSyn) -> SocketAddrV4 {
+pub fn arrival_destination(syn: &SteerSyn) -> SocketAddr {
     let a = syn.arrival_dst_addr;
-    SocketAddrV4::new(Ipv4Addr::new(a[0], a[1], a[2], a[3]), syn.arrival_dst_port)
+    let ip = if syn.family == FAMILY_IPV6 {
+        IpAddr::V6(Ipv6Addr::from(a))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+    };
+    SocketAddr::new(ip, syn.arrival_dst_port)
 }
 
 /// Leg B's SYN options: exactly what C offered, with C's TSval and no echo.
@@ -93,24 +98,24 @@ pub fn offsets(answer: &SteerAnswer, router: &RouterSide) -> SteerTcp {
 }
 
 /// The pod-side entry while leg B's SYN is out (key P -> Q): the datapath records P's answer.
-pub fn connecting_entry(syn: &SteerSyn, client: SocketAddrV4, now_ns: u64) -> SteerFlow {
+pub fn connecting_entry(syn: &SteerSyn, client: SocketAddr, now_ns: u64) -> SteerFlow {
     SteerFlow { state: STEER_CONNECTING, ..to_client_entry(syn, client, SteerTcp::default(), now_ns) }
 }
 
 /// The entry keyed P -> Q: P's packets leave from the address C connected to, towards C, by the
 /// interface C's SYN came in on.
-pub fn to_client_entry(syn: &SteerSyn, client: SocketAddrV4, tcp: SteerTcp, now_ns: u64) -> SteerFlow {
+pub fn to_client_entry(syn: &SteerSyn, client: SocketAddr, tcp: SteerTcp, now_ns: u64) -> SteerFlow {
     let from = arrival_destination(syn);
     SteerFlow {
         last_seen_ns: now_ns,
-        src_addr: addr16(*from.ip()),
-        dst_addr: addr16(*client.ip()),
+        src_addr: addr16(from.ip()),
+        dst_addr: addr16(client.ip()),
         src_port: from.port(),
         dst_port: client.port(),
         if_index: syn.if_index,
         src_mac: syn.local_mac,
         dst_mac: syn.peer_mac,
-        family: FAMILY_IPV4,
+        family: family(client.ip()),
         direction: STEER_TO_CLIENT,
         state: STEER_STEERED,
         tcp,
@@ -120,17 +125,17 @@ pub fn to_client_entry(syn: &SteerSyn, client: SocketAddrV4, tcp: SteerTcp, now_
 
 /// The entry keyed C -> the address C connected to: C's packets leave from Q towards P, by the
 /// interface P's answer came in on.
-pub fn to_pod_entry(answer: &SteerAnswer, q: SocketAddrV4, pod: SocketAddrV4, tcp: SteerTcp, now_ns: u64) -> SteerFlow {
+pub fn to_pod_entry(answer: &SteerAnswer, q: SocketAddr, pod: SocketAddr, tcp: SteerTcp, now_ns: u64) -> SteerFlow {
     SteerFlow {
         last_seen_ns: now_ns,
-        src_addr: addr16(*q.ip()),
-        dst_addr: addr16(*pod.ip()),
+        src_addr: addr16(q.ip()),
+        dst_addr: addr16(pod.ip()),
         src_port: q.port(),
         dst_port: pod.port(),
         if_index: answer.if_index,
         src_mac: answer.local_mac,
         dst_mac: answer.peer_mac,
-        family: FAMILY_IPV4,
+        family: family(pod.ip()),
         direction: STEER_TO_POD,
         state: STEER_STEERED,
         tcp,
@@ -138,27 +143,41 @@ pub fn to_pod_entry(answer: &SteerAnswer, q: SocketAddrV4, pod: SocketAddrV4, tc
     }
 }
 
-fn addr16(ip: Ipv4Addr) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out[..4].copy_from_slice(&ip.octets());
-    out
+/// An address in the maps' 16-byte layout (IPv4 in the first 4 bytes).
+fn addr16(ip: IpAddr) -> [u8; 16] {
+    addr_bytes(ip).1
+}
+
+/// The maps' family value of an address.
+fn family(ip: IpAddr) -> u8 {
+    addr_bytes(ip).0
 }
 
 #[cfg(test)]
 mod tests {
-    use router_common::nat::PROTO_TCP;
+    use std::net::{SocketAddrV4, SocketAddrV6};
+
+    use router_common::nat::{FAMILY_IPV4, PROTO_TCP};
 
     use super::*;
 
-    const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
+    const fn v4(a: u8, b: u8, c: u8, d: u8, port: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(a, b, c, d), port))
+    }
+
+    const fn v6(net: u16, host: u16, port: u16) -> SocketAddr {
+        SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::new(0xfd00, 0x211, net, 0, 0, 0, 0, host), port, 0, 0))
+    }
+
+    const CLIENT: SocketAddr = v4(10, 0, 0, 1, 40_000);
     /// What C connected to (a nodePort) and what R accepted on after the rewrite.
-    const ARRIVAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 30_443);
-    const Q: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 1), 61_000);
-    const POD: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 2), 8443);
+    const ARRIVAL: SocketAddr = v4(10, 0, 0, 2, 30_443);
+    const Q: SocketAddr = v4(10, 1, 0, 1, 61_000);
+    const POD: SocketAddr = v4(10, 1, 0, 2, 8443);
 
     fn syn() -> SteerSyn {
         let mut arrival_dst_addr = [0u8; 16];
-        arrival_dst_addr[..4].copy_from_slice(&ARRIVAL.ip().octets());
+        arrival_dst_addr[..4].copy_from_slice(&[10, 0, 0, 2]);
         SteerSyn {
             seen_ns: 1,
             isn: 0xffff_fffe,
@@ -271,5 +290,29 @@ mod tests {
     #[test]
     fn arrival_destination_reads_the_pre_rewrite_address() {
         assert_eq!(arrival_destination(&syn()), ARRIVAL);
+    }
+
+    #[test]
+    fn ipv6_flows_key_and_address_each_other_in_sixteen_bytes() {
+        let (client, arrival, q, pod) = (v6(0, 1, 40_000), v6(0, 2, 443), v6(1, 1, 61_000), v6(1, 2, 8443));
+        let IpAddr::V6(arrival_ip) = arrival.ip() else { unreachable!("an IPv6 constant") };
+        let syn6 = SteerSyn {
+            arrival_dst_addr: arrival_ip.octets(),
+            arrival_dst_port: arrival.port(),
+            family: FAMILY_IPV6,
+            ..syn()
+        };
+        assert_eq!(arrival_destination(&syn6), arrival, "all 16 bytes, not an IPv4 prefix");
+        let tcp = offsets(&answer(), &router());
+        let to_client = to_client_entry(&syn6, client, tcp, 10);
+        let to_pod = to_pod_entry(&answer(), q, pod, tcp, 10);
+        assert_eq!((to_client.family, to_pod.family), (FAMILY_IPV6, FAMILY_IPV6));
+        assert_eq!(to_client.reply_key(), key(client, arrival));
+        assert_eq!(to_pod.reply_key(), key(pod, q));
+        assert_eq!(key(pod, q).family, FAMILY_IPV6);
+        assert_eq!(to_pod.dst_addr, [0xfd, 0, 0x02, 0x11, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        assert_eq!(connecting_entry(&syn6, client, 5).family, FAMILY_IPV6);
+        assert_eq!(key(client, arrival).family, FAMILY_IPV6);
+        assert_eq!(key(CLIENT, ARRIVAL).family, FAMILY_IPV4);
     }
 }

@@ -30,12 +30,12 @@ mod waiters;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use router_common::nat::{FlowKey, FAMILY_IPV4};
+use router_common::nat::{FlowKey, FAMILY_IPV4, FAMILY_IPV6};
 use router_common::steer::setup::SteerPortKey;
 use tokio::net::TcpStream;
 use tracing::{debug, info, warn};
@@ -57,19 +57,19 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Sends leg B's packets and names the node address they leave from.
 pub trait SegmentSender: Send + Sync {
-    /// Sends one whole IPv4 packet towards `dst`.
-    fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()>;
+    /// Sends one whole IP packet (IPv4 or IPv6, as `dst`) towards `dst`.
+    fn send(&self, dst: IpAddr, packet: &[u8]) -> io::Result<()>;
     /// How the kernel's routing reaches `pod`: the node address leg B leaves from (Q's address) and the
     /// interface the pod's answers come back in by.
-    fn route_towards(&self, pod: Ipv4Addr) -> io::Result<RouteTo>;
+    fn route_towards(&self, pod: IpAddr) -> io::Result<RouteTo>;
 }
 
 impl SegmentSender for sys::RawSocket {
-    fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()> {
+    fn send(&self, dst: IpAddr, packet: &[u8]) -> io::Result<()> {
         sys::RawSocket::send(self, dst, packet)
     }
 
-    fn route_towards(&self, pod: Ipv4Addr) -> io::Result<RouteTo> {
+    fn route_towards(&self, pod: IpAddr) -> io::Result<RouteTo> {
         crate::xdp::route_to(pod)
     }
 }
@@ -196,9 +196,12 @@ impl Steering {
             flows: Mutex::new(flows),
             fallbacks: Mutex::new(fallbacks),
         };
-        datapath
-            .add_port(SteerPortKey { port: config.https_port, family: FAMILY_IPV4, _pad: 0 })
-            .map_err(SteerStartError::Ports)?;
+        // Both families: a listener that takes no IPv6 simply never sees an IPv6 SYN's connection.
+        for family in [FAMILY_IPV4, FAMILY_IPV6] {
+            datapath
+                .add_port(SteerPortKey { port: config.https_port, family, _pad: 0 })
+                .map_err(SteerStartError::Ports)?;
+        }
         let steering = Arc::new(Steering::new(
             Arc::new(datapath),
             Arc::new(sender),

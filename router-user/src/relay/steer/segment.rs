@@ -1,8 +1,9 @@
-//! The raw IPv4 + TCP segments the router sends on leg B from its raw socket: the SYN carrying the
-//! client's own options, the ACKs carrying the held ClientHello, and the RST that abandons the leg.
-//! Pure byte building with both checksums filled in.
+//! The raw IPv4 or IPv6 + TCP segments the router sends on leg B from its raw socket: the SYN
+//! carrying the client's own options, the ACKs carrying the held ClientHello, and the RST that
+//! abandons the leg. Pure byte building with the checksums filled in (IPv6 has no header checksum;
+//! its TCP pseudo-header carries the 128-bit addresses, RFC 8200 section 8.1).
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// TCP header flags used here.
 pub const TCP_SYN: u8 = 0x02;
@@ -11,6 +12,7 @@ pub const TCP_PSH: u8 = 0x08;
 pub const TCP_ACK: u8 = 0x10;
 
 const IPV4_HEADER: usize = 20;
+const IPV6_HEADER: usize = 40;
 const TCP_HEADER: usize = 20;
 /// IPv4 "don't fragment": leg B's segments are sized to fit, as the kernel's own would be.
 const DONT_FRAGMENT: u16 = 0x4000;
@@ -38,10 +40,11 @@ pub struct TcpOptions {
 }
 
 /// One segment to build: addresses, ports, sequence space, flags, window, options and payload.
+/// `src` and `dst` are of one family (the setup only builds segments within one).
 #[derive(Clone, Copy, Debug)]
 pub struct Segment<'a> {
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    pub src: IpAddr,
+    pub dst: IpAddr,
     pub src_port: u16,
     pub dst_port: u16,
     pub seq: u32,
@@ -87,22 +90,41 @@ fn push_timestamps(out: &mut Vec<u8>, (tsval, tsecr): (u32, u32)) {
 }
 
 impl Segment<'_> {
-    /// The whole IPv4 packet: header, TCP header, options, payload, both checksums set.
+    /// The whole IP packet: IPv4 or IPv6 header (by the addresses' family), TCP header, options,
+    /// payload, every checksum set. Mixed families build an IPv4 packet with the IPv4 addresses
+    /// unspecified, which no caller does.
     pub fn build(&self) -> Vec<u8> {
         let options = self.options.encode();
         let tcp_len = TCP_HEADER + options.len() + self.payload.len();
-        let total = IPV4_HEADER + tcp_len;
-        let mut packet = Vec::with_capacity(total);
-        packet.push(0x45);
-        packet.push(0);
-        packet.extend_from_slice(&u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes());
-        packet.extend_from_slice(&[0, 0]);
-        packet.extend_from_slice(&DONT_FRAGMENT.to_be_bytes());
-        packet.extend_from_slice(&[TTL, PROTO_TCP, 0, 0]);
-        packet.extend_from_slice(&self.src.octets());
-        packet.extend_from_slice(&self.dst.octets());
-        let ip_checksum = checksum(&[&packet[..IPV4_HEADER]]);
-        packet[10..12].copy_from_slice(&ip_checksum.to_be_bytes());
+        let (mut packet, pseudo) = match (self.src, self.dst) {
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let mut packet = Vec::with_capacity(IPV6_HEADER + tcp_len);
+                // Version 6, traffic class 0, flow label 0.
+                packet.extend_from_slice(&[0x60, 0, 0, 0]);
+                packet.extend_from_slice(&u16::try_from(tcp_len).unwrap_or(u16::MAX).to_be_bytes());
+                packet.extend_from_slice(&[PROTO_TCP, TTL]);
+                packet.extend_from_slice(&src.octets());
+                packet.extend_from_slice(&dst.octets());
+                (packet, pseudo_header(&src.octets(), &dst.octets(), tcp_len))
+            }
+            (src, dst) => {
+                let (src, dst) = (v4_octets(src), v4_octets(dst));
+                let total = IPV4_HEADER + tcp_len;
+                let mut packet = Vec::with_capacity(total);
+                packet.push(0x45);
+                packet.push(0);
+                packet.extend_from_slice(&u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes());
+                packet.extend_from_slice(&[0, 0]);
+                packet.extend_from_slice(&DONT_FRAGMENT.to_be_bytes());
+                packet.extend_from_slice(&[TTL, PROTO_TCP, 0, 0]);
+                packet.extend_from_slice(&src);
+                packet.extend_from_slice(&dst);
+                let ip_checksum = checksum(&[&packet[..IPV4_HEADER]]);
+                packet[10..12].copy_from_slice(&ip_checksum.to_be_bytes());
+                (packet, pseudo_header(&src, &dst, tcp_len))
+            }
+        };
+        let ip_header = packet.len();
 
         packet.extend_from_slice(&self.src_port.to_be_bytes());
         packet.extend_from_slice(&self.dst_port.to_be_bytes());
@@ -116,20 +138,30 @@ impl Segment<'_> {
         packet.extend_from_slice(&options);
         packet.extend_from_slice(self.payload);
 
-        let pseudo = pseudo_header(self.src, self.dst, tcp_len);
-        let tcp_checksum = checksum(&[&pseudo, &packet[IPV4_HEADER..]]);
-        packet[IPV4_HEADER + 16..IPV4_HEADER + 18].copy_from_slice(&tcp_checksum.to_be_bytes());
+        let tcp_checksum = checksum(&[&pseudo, &packet[ip_header..]]);
+        packet[ip_header + 16..ip_header + 18].copy_from_slice(&tcp_checksum.to_be_bytes());
         packet
     }
 }
 
-/// The IPv4 pseudo-header the TCP checksum covers.
-fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, tcp_len: usize) -> [u8; 12] {
-    let mut pseudo = [0u8; 12];
-    pseudo[..4].copy_from_slice(&src.octets());
-    pseudo[4..8].copy_from_slice(&dst.octets());
-    pseudo[9] = PROTO_TCP;
-    pseudo[10..].copy_from_slice(&u16::try_from(tcp_len).unwrap_or(u16::MAX).to_be_bytes());
+/// An IPv4 address's octets (an IPv4-mapped IPv6 one's too); unspecified for any other IPv6 address.
+fn v4_octets(ip: IpAddr) -> [u8; 4] {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.octets(),
+        IpAddr::V6(_) => [0; 4],
+    }
+}
+
+/// The pseudo-header the TCP checksum covers, as a sum of words: both addresses (4 or 16 bytes),
+/// the protocol and the TCP length. IPv4's 12 bytes (zero, protocol, 16-bit length) and IPv6's 40
+/// (32-bit length, three zeros, next header) add up to the same sum for lengths below 65,536, so
+/// one layout serves both: the addresses, then zero, protocol, length.
+fn pseudo_header(src: &[u8], dst: &[u8], tcp_len: usize) -> Vec<u8> {
+    let mut pseudo = Vec::with_capacity(src.len() + dst.len() + 4);
+    pseudo.extend_from_slice(src);
+    pseudo.extend_from_slice(dst);
+    pseudo.extend_from_slice(&[0, PROTO_TCP]);
+    pseudo.extend_from_slice(&u16::try_from(tcp_len).unwrap_or(u16::MAX).to_be_bytes());
     pseudo
 }
 
@@ -154,10 +186,14 @@ fn checksum(parts: &[&[u8]]) -> u16 {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
     use super::*;
 
     const SRC: Ipv4Addr = Ipv4Addr::new(10, 1, 2, 3);
     const DST: Ipv4Addr = Ipv4Addr::new(10, 9, 8, 7);
+    const SRC6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x211, 1, 0, 0, 0, 0, 1);
+    const DST6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x211, 1, 0, 0, 0, 0, 2);
 
     /// Verifies a checksummed range the receiver's way: the one's-complement sum of every 16-bit
     /// word, checksum included, is all ones. Written separately from [`checksum`] on purpose.
@@ -184,10 +220,22 @@ mod tests {
         sums_to_all_ones(&with_pseudo)
     }
 
+    /// The receiver's check of an IPv6 segment, written out from RFC 8200 section 8.1: source,
+    /// destination, 32-bit upper-layer length, three zero bytes, next header 6, then the segment.
+    fn tcp6_verifies(packet: &[u8]) -> bool {
+        let tcp_len = packet.len() - 40;
+        let mut with_pseudo = Vec::new();
+        with_pseudo.extend_from_slice(&packet[8..40]);
+        with_pseudo.extend_from_slice(&(tcp_len as u32).to_be_bytes());
+        with_pseudo.extend_from_slice(&[0, 0, 0, 6]);
+        with_pseudo.extend_from_slice(&packet[40..]);
+        sums_to_all_ones(&with_pseudo)
+    }
+
     fn segment(flags: u8, options: TcpOptions, payload: &[u8]) -> Segment<'_> {
         Segment {
-            src: SRC,
-            dst: DST,
+            src: IpAddr::V4(SRC),
+            dst: IpAddr::V4(DST),
             src_port: 61_000,
             dst_port: 8443,
             seq: 0xffff_fff0,
@@ -262,5 +310,27 @@ mod tests {
         assert_eq!(packet[33], TCP_RST | TCP_ACK);
         assert!(sums_to_all_ones(&packet[..20]));
         assert!(tcp_verifies(&packet));
+    }
+
+    #[test]
+    fn ipv6_segments_have_the_fixed_header_and_a_pseudo_header_over_both_addresses() {
+        let options =
+            TcpOptions { mss: Some(1440), wscale: Some(7), sack_permitted: true, timestamps: Some((123_456, 0)) };
+        let payload: Vec<u8> = (0..=254u8).collect();
+        for (flags, payload) in [(TCP_SYN, &[][..]), (TCP_ACK | TCP_PSH, &payload[..])] {
+            let segment = Segment { src: IpAddr::V6(SRC6), dst: IpAddr::V6(DST6), ..segment(flags, options, payload) };
+            let packet = segment.build();
+            assert_eq!(packet.len(), 40 + 20 + 20 + payload.len());
+            assert_eq!(&packet[..4], &[0x60, 0, 0, 0], "version 6, no traffic class or flow label");
+            assert_eq!(u16::from_be_bytes([packet[4], packet[5]]) as usize, packet.len() - 40, "payload length");
+            assert_eq!((packet[6], packet[7]), (6, 64), "next header TCP, hop limit 64");
+            assert_eq!(&packet[8..24], &SRC6.octets());
+            assert_eq!(&packet[24..40], &DST6.octets());
+            assert_eq!(packet[53], flags);
+            assert!(tcp6_verifies(&packet), "TCP checksum over the IPv6 pseudo-header");
+            let mut corrupted = packet.clone();
+            corrupted[39] ^= 1;
+            assert!(!tcp6_verifies(&corrupted), "the destination address is covered");
+        }
     }
 }

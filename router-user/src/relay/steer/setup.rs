@@ -4,7 +4,7 @@
 //! pod acknowledged it whole. Any failure undoes what was written and names its [`Fallback`].
 
 use std::io;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use router_common::nat::FlowKey;
@@ -84,11 +84,10 @@ struct Undo {
     reset: Option<Segment<'static>>,
 }
 
-fn v4(addr: SocketAddr) -> Option<SocketAddrV4> {
-    match addr.ip().to_canonical() {
-        std::net::IpAddr::V4(ip) => Some(SocketAddrV4::new(ip, addr.port())),
-        std::net::IpAddr::V6(_) => None,
-    }
+/// `addr` with an IPv4-mapped IPv6 address (a dual-stack listener's view of an IPv4 peer) as the
+/// IPv4 address it is: the datapath sees the IPv4 packet.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
 }
 
 fn map_fallback(error: DatapathError) -> Fallback {
@@ -114,14 +113,15 @@ impl Steering {
         if self.proxy_protocol {
             return Err(Fallback::ProxyProtocol);
         }
-        let (Some(client), Some(local), Some(pod)) = (v4(request.client), v4(request.local), v4(request.pod)) else {
-            return Err(Fallback::Ipv6);
-        };
+        let (client, local, pod) = (canonical(request.client), canonical(request.local), canonical(request.pod));
+        if client.is_ipv4() != pod.is_ipv4() || client.is_ipv4() != local.is_ipv4() {
+            return Err(Fallback::MixedFamily);
+        }
         let syn_key = entries::key(client, local);
         let syn = self.datapath.syn(&syn_key).map_err(map_fallback)?.ok_or(Fallback::NoSyn)?;
         let _ = self.datapath.remove_syn(&syn_key);
         let port = self.take_port().ok_or(Fallback::NoPort)?;
-        let route = match self.sender.route_towards(*pod.ip()) {
+        let route = match self.sender.route_towards(pod.ip()) {
             Ok(route) => route,
             Err(error) => {
                 tracing::debug!(%error, %pod, "no route to the pod for leg B");
@@ -135,7 +135,11 @@ impl Steering {
             self.free_port(port);
             return Err(Fallback::PodInterface);
         }
-        let q = SocketAddrV4::new(route.source, port);
+        let q = SocketAddr::new(route.source, port);
+        if q.is_ipv4() != pod.is_ipv4() {
+            self.free_port(port);
+            return Err(Fallback::MixedFamily);
+        }
         let mut undo = Undo { pod_key: entries::key(pod, q), client_key: None, port, repair: false, reset: None };
         match self.open_leg_b(leg, request, &syn, client, q, pod, &mut undo).await {
             Ok(()) => {
@@ -160,9 +164,9 @@ impl Steering {
         leg: &impl RouterLeg,
         request: &SteerRequest<'_>,
         syn: &SteerSyn,
-        client: SocketAddrV4,
-        q: SocketAddrV4,
-        pod: SocketAddrV4,
+        client: SocketAddr,
+        q: SocketAddr,
+        pod: SocketAddr,
         undo: &mut Undo,
     ) -> Result<(), Fallback> {
         let pod_key = undo.pod_key;
@@ -171,8 +175,8 @@ impl Steering {
         self.datapath.write_flow(&pod_key, &entries::connecting_entry(syn, client, now)).map_err(map_fallback)?;
 
         let syn_segment = Segment {
-            src: *q.ip(),
-            dst: *pod.ip(),
+            src: q.ip(),
+            dst: pod.ip(),
             src_port: q.port(),
             dst_port: pod.port(),
             seq: syn.isn,
@@ -242,8 +246,8 @@ impl Steering {
         &self,
         syn: &SteerSyn,
         answer: &SteerAnswer,
-        q: SocketAddrV4,
-        pod: SocketAddrV4,
+        q: SocketAddr,
+        pod: SocketAddr,
         hello: &[u8],
         wscale_client: u8,
     ) -> Result<(), Fallback> {
@@ -263,8 +267,8 @@ impl Steering {
             for (i, chunk) in chunks.iter().enumerate() {
                 let last = i + 1 == chunks.len();
                 let segment = Segment {
-                    src: *q.ip(),
-                    dst: *pod.ip(),
+                    src: q.ip(),
+                    dst: pod.ip(),
                     src_port: q.port(),
                     dst_port: pod.port(),
                     seq: first_seq.wrapping_add(offset),
@@ -339,10 +343,10 @@ impl Steering {
 }
 
 /// The RST that abandons leg B before any byte was acknowledged: at Ic + 1, acknowledging P's SYN-ACK.
-fn reset_segment(syn: &SteerSyn, answer: &SteerAnswer, q: SocketAddrV4, pod: SocketAddrV4) -> Segment<'static> {
+fn reset_segment(syn: &SteerSyn, answer: &SteerAnswer, q: SocketAddr, pod: SocketAddr) -> Segment<'static> {
     Segment {
-        src: *q.ip(),
-        dst: *pod.ip(),
+        src: q.ip(),
+        dst: pod.ip(),
         src_port: q.port(),
         dst_port: pod.port(),
         seq: syn.isn.wrapping_add(1),

@@ -4,11 +4,11 @@
 
 use std::cell::Cell;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use router_common::nat::{FlowKey, FAMILY_IPV4};
+use router_common::nat::{FlowKey, FAMILY_IPV4, FAMILY_IPV6};
 use router_common::steer::setup::{
     SteerAnswer, SteerSyn, ANSWER_RST, ANSWER_SYN_ACK, STEER_CONNECTING, SYN_OPT_MSS, SYN_OPT_SACK_OK,
     SYN_OPT_TIMESTAMPS, SYN_OPT_WSCALE,
@@ -23,10 +23,18 @@ use super::{Fallback, PodInterfaces, SegmentSender, SetupTiming, SteerConfig, St
 use crate::metrics::Metrics;
 use crate::xdp::{RouteTo, XdpError};
 
-const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 443);
-const POD: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 2), 8443);
-const NODE_TOWARDS_POD: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+const CLIENT: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000));
+const LOCAL: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 443));
+const POD: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 2), 8443));
+const NODE_TOWARDS_POD: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1));
+/// The same flow over IPv6 (ULA addresses).
+const fn v6(net: u16, host: u16, port: u16) -> SocketAddr {
+    SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::new(0xfd00, 0x211, net, 0, 0, 0, 0, host), port, 0, 0))
+}
+const CLIENT6: SocketAddr = v6(0, 1, 40_000);
+const LOCAL6: SocketAddr = v6(0, 2, 443);
+const POD6: SocketAddr = v6(1, 2, 8443);
+const NODE6_TOWARDS_POD: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0x211, 1, 0, 0, 0, 0, 1));
 /// The interface the fake FIB reaches the pod by.
 const POD_IF_INDEX: u32 = 7;
 const IC: u32 = 0xffff_ff00;
@@ -49,8 +57,8 @@ enum Pod {
 /// A decoded segment the setup sent.
 #[derive(Clone, Debug)]
 struct Sent {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     src_port: u16,
     dst_port: u16,
     seq: u32,
@@ -60,13 +68,18 @@ struct Sent {
 }
 
 fn decode(packet: &[u8]) -> Sent {
-    let ip = |o: usize| Ipv4Addr::new(packet[o], packet[o + 1], packet[o + 2], packet[o + 3]);
-    let tcp = &packet[20..];
+    let (src, dst, tcp) = if packet[0] >> 4 == 6 {
+        let ip = |o: usize| IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&packet[o..o + 16]).expect("16 bytes")));
+        (ip(8), ip(24), &packet[40..])
+    } else {
+        let ip = |o: usize| IpAddr::V4(Ipv4Addr::new(packet[o], packet[o + 1], packet[o + 2], packet[o + 3]));
+        (ip(12), ip(16), &packet[20..])
+    };
     let u32_at = |o: usize| u32::from_be_bytes([tcp[o], tcp[o + 1], tcp[o + 2], tcp[o + 3]]);
     let header = usize::from(tcp[12] >> 4) * 4;
     Sent {
-        src: ip(12),
-        dst: ip(16),
+        src,
+        dst,
         src_port: u16::from_be_bytes([tcp[0], tcp[1]]),
         dst_port: u16::from_be_bytes([tcp[2], tcp[3]]),
         seq: u32_at(4),
@@ -85,10 +98,11 @@ struct ScriptedPod {
 }
 
 impl SegmentSender for ScriptedPod {
-    fn send(&self, _dst: Ipv4Addr, packet: &[u8]) -> io::Result<()> {
+    fn send(&self, dst: IpAddr, packet: &[u8]) -> io::Result<()> {
         let segment = decode(packet);
+        assert_eq!(segment.dst, dst, "sent to the packet's own destination");
         self.sent.lock().expect("sent").push(segment.clone());
-        let key = FlowKey::tcp(segment.dst.into(), segment.dst_port, segment.src.into(), segment.src_port);
+        let key = FlowKey::tcp(segment.dst, segment.dst_port, segment.src, segment.src_port);
         let mut maps = self.maps.lock();
         let answer_flags = match self.behaviour {
             Pod::Silent => return Ok(()),
@@ -120,14 +134,15 @@ impl SegmentSender for ScriptedPod {
         Ok(())
     }
 
-    fn route_towards(&self, _pod: Ipv4Addr) -> io::Result<RouteTo> {
-        Ok(RouteTo { source: NODE_TOWARDS_POD, if_index: POD_IF_INDEX })
+    fn route_towards(&self, pod: IpAddr) -> io::Result<RouteTo> {
+        let source = if pod.is_ipv4() { NODE_TOWARDS_POD } else { NODE6_TOWARDS_POD };
+        Ok(RouteTo { source, if_index: POD_IF_INDEX })
     }
 }
 
 fn syn() -> SteerSyn {
     let mut arrival_dst_addr = [0u8; 16];
-    arrival_dst_addr[..4].copy_from_slice(&LOCAL.ip().octets());
+    arrival_dst_addr[..4].copy_from_slice(&[10, 0, 0, 2]);
     SteerSyn {
         seen_ns: 1,
         isn: IC,
@@ -143,6 +158,12 @@ fn syn() -> SteerSyn {
         peer_mac: [2, 0, 0, 0, 0, 1],
         local_mac: [2, 0, 0, 0, 0, 2],
     }
+}
+
+/// C's SYN to `LOCAL6`, as `xdp_front` records an IPv6 one.
+fn syn6() -> SteerSyn {
+    let IpAddr::V6(local) = LOCAL6.ip() else { unreachable!("an IPv6 constant") };
+    SteerSyn { arrival_dst_addr: local.octets(), family: FAMILY_IPV6, ..syn() }
 }
 
 fn answer(ack: u32, flags: u8) -> SteerAnswer {
@@ -245,6 +266,7 @@ fn harness_with(
 ) -> Harness {
     let maps = Arc::new(FakeDatapath::with_capacity(flow_capacity));
     maps.lock().syns.insert(entries::key(CLIENT, LOCAL), syn());
+    maps.lock().syns.insert(entries::key(CLIENT6, LOCAL6), syn6());
     let pod =
         Arc::new(ScriptedPod { behaviour, maps: maps.clone(), waiters: OnceLock::new(), sent: Mutex::new(vec![]) });
     let interfaces = Arc::new(Interfaces { pod: pod.clone(), refuse: refuse_interface, watched: Mutex::new(vec![]) });
@@ -262,17 +284,11 @@ fn harness_with(
 }
 
 fn request(hello: &[u8]) -> SteerRequest<'_> {
-    SteerRequest {
-        client: SocketAddr::V4(CLIENT),
-        local: SocketAddr::V4(LOCAL),
-        pod: SocketAddr::V4(POD),
-        hello,
-        tunnel_timeout: Duration::from_secs(3600),
-    }
+    SteerRequest { client: CLIENT, local: LOCAL, pod: POD, hello, tunnel_timeout: Duration::from_secs(3600) }
 }
 
-fn q(port: u16) -> SocketAddrV4 {
-    SocketAddrV4::new(NODE_TOWARDS_POD, port)
+fn q(port: u16) -> SocketAddr {
+    SocketAddr::new(NODE_TOWARDS_POD, port)
 }
 
 #[tokio::test]
@@ -293,7 +309,7 @@ async fn an_accepting_pod_gets_the_hello_and_both_entries_are_steered() {
     assert_eq!(to_pod.reply_key(), pod_key);
     assert_eq!(to_client.tcp.seq_offset, IP.wrapping_sub(IR), "D = Ip - Ir");
     assert_eq!(to_client.tcp.ts_offset, 777_001 - 99, "T = (Tr_last + 1) - Tp0");
-    assert!(maps.syns.is_empty(), "the SYN record is consumed");
+    assert!(!maps.syns.contains_key(&client_key), "the SYN record is consumed");
     assert!(maps.answers.is_empty(), "the answer is consumed");
     drop(maps);
     assert!(leg.repair.get(), "R stays in repair mode, so its close is silent");
@@ -302,7 +318,7 @@ async fn an_accepting_pod_gets_the_hello_and_both_entries_are_steered() {
     let sent = h.pod.sent.lock().expect("sent").clone();
     let syn = &sent[0];
     assert_eq!(syn.flags, super::segment::TCP_SYN);
-    assert_eq!((syn.src, syn.src_port, syn.dst, syn.dst_port), (NODE_TOWARDS_POD, 61_000, *POD.ip(), POD.port()));
+    assert_eq!((syn.src, syn.src_port, syn.dst, syn.dst_port), (NODE_TOWARDS_POD, 61_000, POD.ip(), POD.port()));
     assert_eq!(syn.seq, IC, "leg B opens with the client's ISN");
     let data: Vec<&Sent> = sent.iter().filter(|s| !s.payload.is_empty()).collect();
     assert_eq!(data.len(), 3, "3000 bytes at 1400 - 12 per segment");
@@ -421,16 +437,51 @@ async fn a_hello_never_acknowledged_after_pod_packets_reached_the_client_is_lost
 }
 
 #[tokio::test]
-async fn proxy_protocol_and_ipv6_are_not_steered() {
+async fn mixed_families_are_not_steered_and_v4_mapped_addresses_are_ipv4() {
     let h = harness(Pod::Accepts, 16, 61_000..=61_009);
     let leg = FakeLeg::new(10);
-    let mut v6 = request(&[1; 10]);
-    v6.pod = "[fd00::2]:8443".parse().expect("v6");
-    assert_eq!(h.steering.offload(&leg, &v6).await, Err(Fallback::Ipv6));
+    let mut to_v6_pod = request(&[1; 10]);
+    to_v6_pod.pod = POD6;
+    assert_eq!(h.steering.offload(&leg, &to_v6_pod).await, Err(Fallback::MixedFamily));
+    let from_v6_client = SteerRequest { client: CLIENT6, local: LOCAL6, ..request(&[1; 10]) };
+    assert_eq!(h.steering.offload(&leg, &from_v6_client).await, Err(Fallback::MixedFamily));
+    assert!(h.pod.sent.lock().expect("sent").is_empty(), "nothing sent for either");
     let mut mapped = request(&[1; 10]);
     mapped.client = "[::ffff:10.0.0.1]:40000".parse().expect("v4-mapped");
     mapped.local = "[::ffff:10.0.0.2]:443".parse().expect("v4-mapped");
     assert!(h.steering.offload(&leg, &mapped).await.is_ok(), "a dual-stack listener's v4-mapped addresses are IPv4");
+}
+
+#[tokio::test]
+async fn an_ipv6_flow_is_steered_from_the_nodes_ipv6_address() {
+    let h = harness(Pod::Accepts, 16, 61_000..=61_009);
+    let hello: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let leg = FakeLeg::new(3000);
+    let request = SteerRequest { client: CLIENT6, local: LOCAL6, pod: POD6, ..request(&hello) };
+    h.steering.offload(&leg, &request).await.expect("steered");
+
+    let q6 = SocketAddr::new(NODE6_TOWARDS_POD, 61_000);
+    let pod_key = entries::key(POD6, q6);
+    let client_key = entries::key(CLIENT6, LOCAL6);
+    let maps = h.maps.lock();
+    let to_client = maps.flows.get(&pod_key).copied().expect("TO_CLIENT entry under P -> Q, both IPv6");
+    let to_pod = maps.flows.get(&client_key).copied().expect("TO_POD entry under C -> the address C dialled");
+    assert_eq!((to_client.family, to_pod.family), (FAMILY_IPV6, FAMILY_IPV6));
+    assert_eq!((to_client.state, to_pod.state), (STEER_STEERED, STEER_STEERED));
+    assert_eq!(to_client.reply_key(), client_key);
+    assert_eq!(to_pod.reply_key(), pod_key);
+    assert!(!maps.syns.contains_key(&client_key), "the IPv6 SYN record is consumed");
+    drop(maps);
+    let sent = h.pod.sent.lock().expect("sent").clone();
+    assert!(sent.len() >= 4, "SYN and the replayed hello: {sent:?}");
+    for segment in &sent {
+        assert_eq!((segment.src, segment.dst), (q6.ip(), POD6.ip()), "every segment from Q6 to P6");
+        assert_eq!((segment.src_port, segment.dst_port), (61_000, 8443));
+    }
+    assert_eq!(sent[0].flags, super::segment::TCP_SYN);
+    assert_eq!(sent[0].seq, IC, "leg B starts at Ic");
+    let replayed: Vec<u8> = sent[1..].iter().flat_map(|s| s.payload.clone()).collect();
+    assert_eq!(replayed, hello, "the whole hello replayed once");
 }
 
 #[tokio::test]
@@ -493,7 +544,7 @@ async fn an_idle_flow_is_removed_and_reset_at_the_pod() {
     let sent = h.pod.sent.lock().expect("sent");
     assert_eq!(sent.len(), sent_before + 1, "one segment more: the RST");
     let rst = sent.last().expect("the RST");
-    assert_eq!((rst.src, rst.src_port, rst.dst, rst.dst_port), (*q(61_000).ip(), 61_000, *POD.ip(), POD.port()));
+    assert_eq!((rst.src, rst.src_port, rst.dst, rst.dst_port), (q(61_000).ip(), 61_000, POD.ip(), POD.port()));
     assert_eq!(rst.flags, super::segment::TCP_RST);
     assert_eq!(rst.seq, entry.acked, "at the sequence number P acknowledged last");
     assert_eq!(rst.seq, IC.wrapping_add(1 + 10), "after the whole ClientHello");

@@ -10,9 +10,7 @@
 use std::sync::Weak;
 use std::time::Duration;
 
-use std::net::Ipv4Addr;
-
-use router_common::nat::FlowKey;
+use router_common::nat::{ip_from_bytes, FlowKey};
 use router_common::steer::{SteerFlow, STEER_FIN, STEER_RST};
 
 use super::segment::{Segment, TcpOptions, TCP_RST};
@@ -91,10 +89,14 @@ impl Steering {
 impl Steering {
     /// Sends P the RST that ends leg B (`pod_key` is P -> Q) at sequence `seq`.
     fn reset_pod(&self, pod_key: &FlowKey, seq: u32) {
-        let v4 = |a: [u8; 16]| Ipv4Addr::new(a[0], a[1], a[2], a[3]);
+        let (Some(src), Some(dst)) =
+            (ip_from_bytes(pod_key.family, pod_key.dst_addr), ip_from_bytes(pod_key.family, pod_key.src_addr))
+        else {
+            return;
+        };
         let rst = Segment {
-            src: v4(pod_key.dst_addr),
-            dst: v4(pod_key.src_addr),
+            src,
+            dst,
             src_port: pod_key.dst_port,
             dst_port: pod_key.src_port,
             seq,

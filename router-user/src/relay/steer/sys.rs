@@ -1,5 +1,5 @@
 //! The steering setup's raw system calls, the one place in it that needs `unsafe`: the raw IPv4
-//! socket leg B's segments leave by, TCP_REPAIR on the router's socket R (its sequence numbers,
+//! and IPv6 sockets leg B's segments leave by, TCP_REPAIR on the router's socket R (its sequence numbers,
 //! timestamp clock and window scales, and its silent close), CLOCK_MONOTONIC in the unit of
 //! `bpf_ktime_get_ns`, and the `STEER_EVENTS` ring buffer's registration with the runtime.
 
@@ -7,7 +7,7 @@
 
 use std::io;
 use std::mem::{size_of, MaybeUninit};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use aya::maps::{MapData, RingBuf};
@@ -32,49 +32,82 @@ pub fn watch_ring(ring: RingBuf<MapData>) -> io::Result<AsyncFd<RingBuf<MapData>
     unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.map_err(io::Error::from)
 }
 
-/// A raw IPv4 socket whose packets carry their own IP header (`IPPROTO_RAW`).
+/// Raw sockets whose packets carry their own IP header (`IPPROTO_RAW`, which for IPv6 implies
+/// `IPV6_HDRINCL`): one per family. The IPv6 one is optional: a node without IPv6 steers IPv4 only.
 #[derive(Debug)]
 pub struct RawSocket {
-    fd: OwnedFd,
+    v4: OwnedFd,
+    v6: Option<OwnedFd>,
+}
+
+fn raw_socket(family: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with valid constants.
+    let fd = unsafe { libc::socket(family, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::IPPROTO_RAW) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: socket succeeded, so `fd` is an open descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 impl RawSocket {
     pub fn open() -> io::Result<RawSocket> {
-        // SAFETY: plain syscall with valid constants.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::IPPROTO_RAW) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: socket succeeded, so `fd` is an open descriptor nothing else owns.
-        Ok(RawSocket { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+        let v4 = raw_socket(libc::AF_INET)?;
+        let v6 = raw_socket(libc::AF_INET6)
+            .inspect_err(|error| tracing::info!(%error, "no raw IPv6 socket: IPv6 passthrough stays on the relay"))
+            .ok();
+        Ok(RawSocket { v4, v6 })
     }
 
-    /// Sends one whole IPv4 packet to `dst` (the kernel routes it by its destination).
-    pub fn send(&self, dst: Ipv4Addr, packet: &[u8]) -> io::Result<()> {
-        let addr = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: 0,
-            sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(dst.octets()) },
-            sin_zero: [0; 8],
-        };
-        // SAFETY: `packet` is readable for its length; `addr` is a valid sockaddr_in passed with its
-        // size; the descriptor is owned and open.
-        let n = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                packet.as_ptr().cast(),
-                packet.len(),
-                libc::MSG_DONTWAIT,
-                (&addr as *const libc::sockaddr_in).cast(),
-                size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        let sent = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
-        if sent != packet.len() {
+    /// Sends one whole IP packet (of `dst`'s family) to `dst` (the kernel routes it by its destination).
+    pub fn send(&self, dst: IpAddr, packet: &[u8]) -> io::Result<()> {
+        let n = match dst {
+            IpAddr::V4(dst) => {
+                let addr = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: 0,
+                    sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(dst.octets()) },
+                    sin_zero: [0; 8],
+                };
+                send_to(&self.v4, packet, &addr)
+            }
+            IpAddr::V6(dst) => {
+                let Some(v6) = &self.v6 else {
+                    return Err(io::Error::new(io::ErrorKind::Unsupported, "no raw IPv6 socket"));
+                };
+                // Port 0: the protocol comes from the packet's own header (IPPROTO_RAW).
+                let addr = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: 0,
+                    sin6_flowinfo: 0,
+                    sin6_addr: libc::in6_addr { s6_addr: dst.octets() },
+                    sin6_scope_id: 0,
+                };
+                send_to(v6, packet, &addr)
+            }
+        }?;
+        if n != packet.len() {
             return Err(io::Error::new(io::ErrorKind::WriteZero, "raw packet sent in part"));
         }
         Ok(())
     }
+}
+
+/// `sendto(2)` of `packet` on `fd` to the socket address `addr` (a `sockaddr_in` or `sockaddr_in6`).
+fn send_to<A>(fd: &OwnedFd, packet: &[u8], addr: &A) -> io::Result<usize> {
+    // SAFETY: `packet` is readable for its length; `addr` is a valid socket address of its family
+    // passed with its size; the descriptor is owned and open.
+    let n = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            packet.as_ptr().cast(),
+            packet.len(),
+            libc::MSG_DONTWAIT,
+            (addr as *const A).cast(),
+            size_of::<A>() as libc::socklen_t,
+        )
+    };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
 fn set_int(fd: BorrowedFd<'_>, name: libc::c_int, value: libc::c_int) -> io::Result<()> {

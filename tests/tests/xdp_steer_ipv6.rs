@@ -1,0 +1,160 @@
+//! IPv6 passthrough flows steered in the kernel (root only): the rows of the IPv4 matrix
+//! (`xdp_common::steer_rows`: a 32 MiB download, a 16 MiB upload and a three-segment ClientHello,
+//! byte-exact, nothing on the userspace relay, no fallback, the path through the datapath asserted
+//! from the counters and the flows' entries IPv6 in `STEER_FLOWS`) in skb and driver mode, with the
+//! pods' TX checksum offload at the kernel's default (on) and off, and with the client's on too (its
+//! segments then carry a bare pseudo-header sum, which `xdp_front` must recognise over 128-bit
+//! addresses and hand to `steer_ingress`), and at MTU 9000; and a steered IPv6 download that goes on while the router
+//! is SIGKILLed, is adopted by the next router on the same pins, and arrives intact.
+//!
+//! Topology: `xdp_common::steer_topology` (its ULA addresses, fd00:211::/32), the route and sockets of
+//! `xdp_common::steer_ends` with the pod listening on fd00:211:1::2 and the client connecting to the
+//! node's fd00:211::2; the router listens on both families (`ROUTER_IP_V4_V6_MODE=v4v6`).
+
+mod xdp_common;
+
+use std::{
+    io::{Read, Write},
+    net::Shutdown,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    thread,
+    time::Duration,
+};
+
+use xdp_common::steer_ends::{client_hello, Life, Opened};
+use xdp_common::steer_rows::{row, Path};
+use xdp_common::steer_topology::{eventually, metric, Family, Interfaces};
+
+const PREFIX: &str = "rst6";
+
+fn pods_without_checksum_offload() -> Interfaces {
+    Interfaces { pod_tx_checksum: false, ..Interfaces::default() }
+}
+
+fn client_with_checksum_offload() -> Interfaces {
+    Interfaces { client_tx_checksum: true, ..Interfaces::default() }
+}
+
+#[test]
+fn ipv6_pods_with_the_kernels_default_offloads_in_skb_mode() {
+    row(PREFIX, 1, "skb", Interfaces::default(), Path::Xdp, Family::V6);
+}
+
+#[test]
+fn ipv6_pods_with_the_kernels_default_offloads_in_driver_mode() {
+    row(PREFIX, 2, "driver", Interfaces::default(), Path::Xdp, Family::V6);
+}
+
+#[test]
+fn ipv6_pods_without_checksum_offload_in_skb_mode() {
+    row(PREFIX, 3, "skb", pods_without_checksum_offload(), Path::Xdp, Family::V6);
+}
+
+#[test]
+fn ipv6_pods_without_checksum_offload_in_driver_mode() {
+    row(PREFIX, 4, "driver", pods_without_checksum_offload(), Path::Xdp, Family::V6);
+}
+
+#[test]
+fn ipv6_client_with_checksum_offload_in_skb_mode() {
+    row(PREFIX, 5, "skb", client_with_checksum_offload(), Path::HandedOff, Family::V6);
+}
+
+#[test]
+fn ipv6_client_with_checksum_offload_in_driver_mode() {
+    row(PREFIX, 6, "driver", client_with_checksum_offload(), Path::HandedOff, Family::V6);
+}
+
+/// MTU 9000: the client's segments pass 1,514 bytes and go to `steer_ingress` (generic mode; driver-mode XDP
+/// is refused on a veth at this MTU).
+#[test]
+fn ipv6_jumbo_frames_in_skb_mode() {
+    row(PREFIX, 9, "skb", Interfaces { mtu: 9000, ..Interfaces::default() }, Path::HandedOff, Family::V6);
+}
+
+/// Bytes of the paced download, its chunk and the pause after each chunk (about 12 MiB/s: the
+/// router is killed and a new one adopts the flow while it runs).
+const PACED_BYTES: u64 = 48 << 20;
+const CHUNK: usize = 256 << 10;
+const PAUSE: Duration = Duration::from_millis(20);
+/// Bytes received before the router is killed.
+const KILL_AFTER: u64 = 4 << 20;
+
+/// The `index`th chunk of a stream a shifted or lost byte would change (xorshift from its index).
+fn chunk(index: u64) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15 ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (0..CHUNK)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn survives_sigkill(n: u32, mode: &str) {
+    let Some(mut life) = Life::start_family(PREFIX, n, mode, &Interfaces::default(), Family::V6, &[]) else { return };
+    let Opened { mut client, mut pod } = life.open(&client_hello(&["http/1.1"]), 1);
+    life.wait_steered(1);
+    life.assert_all_steered();
+
+    let chunks = PACED_BYTES / CHUNK as u64;
+    let writer = thread::spawn(move || {
+        for index in 0..chunks {
+            pod.write_all(&chunk(index)).expect("the pod sends");
+            thread::sleep(PAUSE);
+        }
+        pod.shutdown(Shutdown::Write).expect("the pod's FIN");
+        pod
+    });
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = received.clone();
+    let reader = thread::spawn(move || {
+        let mut got = vec![0u8; CHUNK];
+        for index in 0..chunks {
+            client.read_exact(&mut got).unwrap_or_else(|err| panic!("chunk {index} at the client: {err}"));
+            assert!(got == chunk(index), "chunk {index} arrived intact");
+            counter.fetch_add(CHUNK as u64, Ordering::Relaxed);
+        }
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).expect("the pod's FIN at the client");
+        assert!(rest.is_empty(), "{} bytes after the stream", rest.len());
+    });
+
+    let at = |n: u64| {
+        let received = received.clone();
+        move || received.load(Ordering::Relaxed) >= n
+    };
+    eventually("the download under way", Duration::from_secs(30), at(KILL_AFTER));
+    // SIGKILL: nothing runs on exit; the pinned links keep the datapath running.
+    life.router.child.kill().expect("SIGKILL the router");
+    let _ = life.router.child.wait();
+    let before = received.load(Ordering::Relaxed);
+    eventually("the download moving with no router", Duration::from_secs(10), at(before + (2 << 20)));
+
+    let second = life.topo.start_router(mode, &life.pin_dir.0, &[("ROUTER_IP_V4_V6_MODE", "v4v6")]);
+    let log = second.log();
+    assert!(log.contains("adopted the steered flows"), "the new router took the IPv6 flow over:\n{log}");
+    life.router = second;
+    assert_eq!(metric(&life.metrics(), "router_xdp_steered_flows"), 1, "the adopted flow is watched");
+    assert!(!writer.is_finished(), "the download was meant to outlast the restart; send more or slower");
+
+    reader.join().expect("the whole stream arrived at the client");
+    drop(writer.join().expect("the pod sent everything"));
+    eprintln!("{mode} mode: {PACED_BYTES} B over IPv6 across a SIGKILL and an adoption");
+    life.stop();
+}
+
+#[test]
+fn a_steered_ipv6_download_survives_sigkill_in_skb_mode() {
+    survives_sigkill(7, "skb");
+}
+
+#[test]
+fn a_steered_ipv6_download_survives_sigkill_in_driver_mode() {
+    survives_sigkill(8, "driver");
+}
