@@ -1,12 +1,14 @@
 """One HTTP/3 request with aioquic, the tests' second, independent HTTP/3 client (tests/src/aioquic.rs runs it).
 
 Prints one JSON object: {"status": int, "headers": {name: value}, "body": text}, or {"error": text} (exit 2)
-when the QUIC handshake or the request fails. A body of --body-bytes bytes is the pattern i % 251.
+when the QUIC handshake or the request fails. The server certificate is checked against --ca, or not at all
+with --insecure (to see whether a handshake is refused, whatever the certificate). A body of --body-bytes bytes is the pattern i % 251.
 """
 
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 
 from aioquic.asyncio import connect
@@ -59,7 +61,10 @@ class Client(QuicConnectionProtocol):
 
 async def main(args):
     configuration = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=args.sni)
-    configuration.load_verify_locations(args.ca)
+    if args.insecure:
+        configuration.verify_mode = ssl.CERT_NONE
+    else:
+        configuration.load_verify_locations(args.ca)
     body = bytes(i % 251 for i in range(args.body_bytes))
     async with connect(args.host, args.port, configuration=configuration, create_protocol=Client,
                        wait_connected=True) as client:
@@ -83,7 +88,8 @@ if __name__ == "__main__":
     parser.add_argument("--path", default="/")
     parser.add_argument("--method", default="GET")
     parser.add_argument("--body-bytes", type=int, default=0)
-    parser.add_argument("--ca", required=True)
+    parser.add_argument("--ca")
+    parser.add_argument("--insecure", action="store_true", help="accept any server certificate")
     arguments = parser.parse_args()
     try:
         result = asyncio.run(asyncio.wait_for(main(arguments), LIMIT_SECONDS))

@@ -361,6 +361,7 @@ async fn aioquic_gets_and_posts_through_edge_and_reencrypt() {
             path: "/from-aioquic",
             body_bytes: 0,
             ca_file: &ca_file,
+            insecure: false,
         };
         let reply = aioquic_request(&python, &request).await;
         assert_eq!(reply["status"], 200, "{host}: {reply}");
@@ -384,10 +385,16 @@ async fn aioquic_gets_and_posts_through_edge_and_reencrypt() {
         path: "/",
         body_bytes: 0,
         ca_file: &ca_file,
+        insecure: false,
     };
     assert_eq!(aioquic_request(&python, &unknown).await["status"], 503);
-    let passthrough = AioquicRequest { sni: "pass.example.com", authority: "pass.example.com", ..unknown };
+    // Refused in the handshake, whatever certificate the client would accept; the same client gets in on an
+    // edge name.
+    let passthrough =
+        AioquicRequest { sni: "pass.example.com", authority: "pass.example.com", insecure: true, ..unknown };
     let refused = aioquic_request(&python, &passthrough).await;
     assert!(refused["error"].is_string(), "passthrough refuses QUIC: {refused}");
+    let edge = AioquicRequest { sni: "own.example.com", authority: "own.example.com", ..passthrough };
+    assert_eq!(aioquic_request(&python, &edge).await["status"], 200);
     router.shutdown().await;
 }
