@@ -324,7 +324,14 @@ async fn shutdown_answers_requests_in_flight_then_closes_and_frees_the_port() {
         let reply = busy.get("own.example.com", "/slow/700").await;
         (busy, reply)
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The request is at the pod (the backend counts it) before the router is told to stop.
+    let stats = router.stats_addr;
+    eventually("the slow request in flight", Duration::from_secs(5), || async move {
+        let metrics = get(stats, "admin", "/metrics").await.body;
+        let sessions = samples(&metrics, "haproxy_backend_current_sessions").into_iter().map(str::to_string);
+        sessions.into_iter().find(|line| line.contains(r#"route="own""#) && line.ends_with(" 1")).map(drop)
+    })
+    .await;
 
     let stopped = tokio::spawn(router.shutdown());
     let closed = idle.closed_within(Duration::from_secs(5)).await;

@@ -2,7 +2,8 @@
 //! checks TCP :443 makes after one (ROUTER_MUTUAL_TLS_AUTH_FILTER: a refused subject closes the connection,
 //! where TCP answers 403), then its request streams, each a task. The first request must come within
 //! ROUTER_SLOWLORIS_TIMEOUT, a later one within the keep-alive timeout of the last answer; else the connection
-//! is closed with GOAWAY. On shutdown: GOAWAY, the requests in flight are answered, then the connection closes.
+//! is closed with GOAWAY. On shutdown: GOAWAY, the requests in flight are answered (and those the client sent
+//! before it read the GOAWAY), then the connection closes once the client had time to acknowledge the answers.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,11 @@ use crate::listen::{stop_requested, ClientTimeouts};
 use crate::metrics::{Frontend, TlsFailureLabels, TlsHandshakeFailureLabels, TlsHandshakeLabels};
 use crate::proxy::{ClientConnection, ConnectionInfo, MultiplexedClient};
 use crate::tls::{client_cert_headers, client_subject};
+
+/// The least time a finished connection waits for the client to close it (see `linger_then_close`).
+const CLOSE_LINGER_MIN: Duration = Duration::from_millis(250);
+/// The least time a connection keeps accepting the requests the client sent before it read the GOAWAY.
+const GOAWAY_GRACE_MIN: Duration = Duration::from_millis(20);
 
 pub async fn serve_connection(
     incoming: quinn::Incoming,
@@ -149,7 +155,7 @@ async fn serve_requests(
                     requests.spawn(serve_request(resolver, client.clone(), quic.clone()));
                 }
                 // The client sent GOAWAY and its requests are answered.
-                Ok(None) => return,
+                Ok(None) => return linger_then_close(quic).await,
                 Err(error) => {
                     debug!(%error, "HTTP/3 connection ended");
                     return;
@@ -168,8 +174,12 @@ async fn serve_requests(
         debug!(%error, "GOAWAY not sent");
         return;
     }
-    let mut accepting = true;
-    loop {
+    // A request the client sent before the GOAWAY reached it is still on its way: accepted for two round trips
+    // (as HTTP/2 servers wait a PING's round trip before their final GOAWAY), then only what is in flight.
+    let grace = tokio::time::sleep(quic.rtt() * 2 + GOAWAY_GRACE_MIN);
+    tokio::pin!(grace);
+    let (mut accepting, mut graced) = (true, false);
+    while !(graced && requests.is_empty()) {
         tokio::select! {
             accepted = h3.accept(), if accepting => match accepted {
                 Ok(Some(resolver)) => {
@@ -178,10 +188,22 @@ async fn serve_requests(
                 // Nothing more to accept; the requests in flight still finish.
                 Ok(None) | Err(_) => accepting = false,
             },
-            finished = requests.join_next() => if finished.is_none() { break },
+            Some(_) = requests.join_next(), if !requests.is_empty() => {}
+            () = &mut grace, if !graced => graced = true,
         }
     }
-    quic.close(H3_NO_ERROR, b"");
+    linger_then_close(quic).await;
+}
+
+/// Closes the connection once the client had time to acknowledge the last responses. QUIC has no close that
+/// first delivers what is buffered (as a FIN after the data does on TCP): a response's tail may still be
+/// unacknowledged when its request ends. Most clients close by themselves once GOAWAY came and their requests
+/// are answered; the router waits for that, four round trips and `CLOSE_LINGER_MIN` at most, then closes.
+async fn linger_then_close(quic: &quinn::Connection) {
+    let linger = quic.rtt() * 4 + CLOSE_LINGER_MIN;
+    if tokio::time::timeout(linger, quic.closed()).await.is_err() {
+        quic.close(H3_NO_ERROR, b"");
+    }
 }
 
 /// Resolves after `limit` when no request is in flight; never while one is.
