@@ -3,7 +3,7 @@
 //! forwarded headers as HTTP/2 (plus `x-forwarded-proto-version: h3`), the 503 page for an unknown host, the
 //! `Alt-Svc` advertisement on TCP responses only where HTTP/3 serves (and nowhere when it is off), passthrough
 //! and per-route client certificate names refused in the QUIC handshake (a request for such a host over another
-//! name's connection gets 421), access log lines and metrics that say HTTP/3, and a shutdown that answers the
+//! name's connection gets 421), router-wide client certificates checked in the QUIC handshake, access log lines and metrics that say HTTP/3, and a shutdown that answers the
 //! requests in flight, closes the connections and frees the UDP port.
 
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Method;
 use router::access_log::Framing;
-use router::config::Settings;
+use router::config::{MutualTls, Settings};
 use router::server::RunningRouter;
 use router_tests::aioquic::{aioquic_request, pattern, AioquicRequest};
 use router_tests::backend::{fnv1a, TestBackend, TlsEcho};
@@ -403,5 +403,40 @@ async fn aioquic_gets_and_posts_through_edge_and_reencrypt() {
     assert!(refused["error"].is_string(), "passthrough refuses QUIC: {refused}");
     let edge = AioquicRequest { sni: "own.example.com", authority: "own.example.com", ..passthrough };
     assert_eq!(aioquic_request(&python, &edge).await["status"], 200);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn router_wide_client_certificates_are_checked_over_quic_too() {
+    let fixture = fixture().await;
+    let mut settings = fixture.settings(true);
+    settings.tls.mutual_tls_auth = MutualTls::Required;
+    settings.tls.mutual_tls_auth_ca = Some(fixture.files.write("clients-ca.pem", &fixture.clients_ca.cert_pem));
+    let (router, _https) = start_tls_router(settings).await;
+    let udp = router.http3_addr.expect("HTTP/3 listener");
+
+    // TLS 1.3: the client may finish its handshake before the router's refusal arrives; no request gets through.
+    let anonymous =
+        h3_get(udp, "own.example.com", "own.example.com", "/", h3_client_config(fixture.trust(), None)).await;
+    assert!(anonymous.is_err(), "no client certificate: refused, got {anonymous:?}");
+    let rogue = TestCa::new("rogue").client_leaf("mallory");
+    let tls = h3_client_config(fixture.trust(), Some(&rogue));
+    let rogue = h3_get(udp, "own.example.com", "own.example.com", "/", tls).await;
+    assert!(rogue.is_err(), "a certificate from another CA: refused, got {rogue:?}");
+
+    let alice = fixture.clients_ca.client_leaf("alice");
+    let client = H3Client::connect(udp, "own.example.com", h3_client_config(fixture.trust(), Some(&alice)))
+        .await
+        .expect("alice's handshake");
+    let reply = client
+        .request(Method::GET, "own.example.com", "/", &[("x-ssl-client-cn", "mallory")], Bytes::new())
+        .await
+        .expect("alice is served");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.seen_header("x-ssl-client-verify"), ["0"], "verified");
+    let cn: Vec<String> =
+        reply.seen_header("x-ssl-client-cn").iter().map(|v| v.trim_matches('"').to_string()).collect();
+    assert_eq!(cn, ["alice"], "the client's forged value is replaced");
+    client.close().await;
     router.shutdown().await;
 }
