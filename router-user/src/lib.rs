@@ -8,7 +8,8 @@
 //! `admission` (which routes are served, host validation included), `tls` (certificates and rustls
 //! configurations), `balance` and `protection`; then `table`, the compiled route table built from all of those;
 //! then `source`, which also writes route status from a table's outcomes. Serving sits on top: `listen` (accepting
-//! connections, PROXY headers), `relay` (byte relays: splice(2), sockmap, tunnel), `proxy`, `https`, `admin`, `publish`, `health_check` (active checks of a published table's endpoints), `load_balancer_probe`
+//! connections, PROXY headers), `relay` (byte relays: splice(2), sockmap, tunnel), `proxy`, `https`, `http3` (QUIC on
+//! the HTTPS port, through `proxy` with `https`'s certificates), `admin`, `publish`, `health_check` (active checks of a published table's endpoints), `load_balancer_probe`
 //! (the healthCheckNodePort), `router_service`, `xdp` and `handover` (listening sockets passed to the next router
 //! on an upgrade). `config` turns settings into the options of the layers
 //! it configures and may depend on them; nothing those layers hold depends on `config`, and only the start-up
@@ -31,6 +32,7 @@ pub mod duration;
 pub mod fuzzing;
 pub mod handover;
 pub mod health_check;
+pub mod http3;
 pub mod https;
 pub mod listen;
 pub mod load_balancer_probe;

@@ -15,6 +15,7 @@ use crate::access_log::AccessLog;
 use crate::admin::{serve_admin, AdminGuard, AdminState, KubeReviewer, Readiness};
 use crate::config::{AccessLogError, RoutingError, Settings, StatsAuthError};
 use crate::handover::{self, Inherited, Offered, Role};
+use crate::http3::{alt_svc_value, bind_udp, serve_http3, Http3Endpoints, Http3Error};
 use crate::https::{serve_https, start_stapling, HttpsContext, TlsSetup, TlsSetupError};
 use crate::listen::{bind_listeners, ConnectionLimit, IpMode};
 use crate::metrics::Metrics;
@@ -51,6 +52,8 @@ pub enum StartError {
     StatsAuth(#[from] StatsAuthError),
     #[error(transparent)]
     TlsProvider(#[from] ProviderAlreadyChosen),
+    #[error(transparent)]
+    Http3(#[from] Http3Error),
 }
 
 /// A router that is serving. Dropping it without `shutdown` leaves its tasks running until the runtime ends.
@@ -58,6 +61,8 @@ pub struct RunningRouter {
     pub http_addr: SocketAddr,
     pub https_addr: SocketAddr,
     pub stats_addr: SocketAddr,
+    /// The HTTP/3 (QUIC) listener's UDP address, with ROUTER_ENABLE_HTTP3: the HTTPS port's number.
+    pub http3_addr: Option<SocketAddr>,
     pub table: TableHandle,
     pub readiness: Arc<Readiness>,
     pub metrics: Arc<Metrics>,
@@ -67,6 +72,7 @@ pub struct RunningRouter {
     stop: watch::Sender<bool>,
     http_task: JoinHandle<()>,
     https_task: JoinHandle<()>,
+    http3_task: Option<JoinHandle<()>>,
     background: Vec<JoinHandle<()>>,
     proxy: Arc<HttpProxy>,
     steering: Option<Arc<Steering>>,
@@ -250,6 +256,24 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     }
     let http_addr = local_addr(&http_listeners, settings.http_addr());
     let https_addr = local_addr(&https_listeners, settings.https_addr());
+    // ROUTER_ENABLE_HTTP3: UDP on the HTTPS port's number (the bound one, when the setting asked for any).
+    let http3_sockets = match settings.http3.enable_http3 {
+        true => {
+            let mut udp = settings.https_addr();
+            udp.set_port(https_addr.port());
+            match bind_udp(udp, mode, offering) {
+                Ok(sockets) => Some(sockets),
+                Err(error) => {
+                    background.iter().for_each(JoinHandle::abort);
+                    return Err(error.into());
+                }
+            }
+        }
+        false => None,
+    };
+    if http3_sockets.is_some() {
+        proxy_options.alt_svc = Some(alt_svc_value(https_addr.port(), settings.http3.http3_alt_svc_max_age));
+    }
 
     let upstream = Upstream::new(settings.connect_timeout);
     let proxy = Arc::new(HttpProxy::new(table.clone(), upstream, metrics.clone(), proxy_options));
@@ -274,6 +298,16 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     };
     let drain = settings.hard_stop_after;
     let https = Arc::new(https);
+    let http3 = match http3_sockets.map(|s| Http3Endpoints::start(s, &https, settings.http3.http3_max_streams)) {
+        Some(Ok(endpoints)) => Some(endpoints),
+        Some(Err(error)) => {
+            background.iter().for_each(JoinHandle::abort);
+            return Err(error.into());
+        }
+        None => None,
+    };
+    let http3_addr = http3.as_ref().and_then(Http3Endpoints::local_addr);
+    let http3_task = http3.map(|endpoints| tokio::spawn(serve_http3(endpoints, https.clone(), stopped.clone(), drain)));
     let https_serving: Vec<_> = https_listeners
         .into_iter()
         .map(|l| serve_https(l, https.clone(), stopped.clone(), drain, connection_limit.clone()))
@@ -288,12 +322,13 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
     let http_task = tokio::spawn(async move {
         futures_util::future::join_all(http_serving).await;
     });
-    info!(%http_addr, %https_addr, %stats_addr, source = ?source, "router started");
+    info!(%http_addr, %https_addr, ?http3_addr, %stats_addr, source = ?source, "router started");
 
     Ok(RunningRouter {
         http_addr,
         https_addr,
         stats_addr,
+        http3_addr,
         table,
         readiness,
         metrics,
@@ -302,6 +337,7 @@ pub async fn start_from(settings: Settings, from: StartFrom<'_>) -> Result<Runni
         stop,
         http_task,
         https_task,
+        http3_task,
         background,
         proxy,
         steering,
@@ -345,7 +381,12 @@ impl RunningRouter {
         // The listening sockets close with the accept loops' copies.
         self.offered.clear();
         let _ = self.stop.send(true);
-        let _ = tokio::join!(self.http_task, self.https_task);
+        let http3 = async {
+            if let Some(task) = self.http3_task {
+                let _ = task.await;
+            }
+        };
+        let _ = tokio::join!(self.http_task, self.https_task, http3);
         let tunnels = self.proxy.tunnels();
         tunnels.close();
         if tokio::time::timeout_at(deadline, tunnels.wait()).await.is_err() {

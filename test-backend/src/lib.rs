@@ -175,6 +175,8 @@ async fn answer(
         "authority": authority,
         "headers": seen_headers,
         "body_len": body.len(),
+        // Whether a body arrived intact, for bodies too long to echo in the report.
+        "body_fnv1a": format!("{:016x}", fnv1a(&body)),
         "version": version,
         "peer": info.peer.map(|p| p.to_string()),
         "tls": info.tls.as_ref().map(|(sni, alpn)| serde_json::json!({ "sni": sni, "alpn": alpn })),
@@ -184,6 +186,11 @@ async fn answer(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert("x-backend", HeaderValue::from_str(&name).expect("backend name"));
     Ok(response)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 async fn echo<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut stream: S) {

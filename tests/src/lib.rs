@@ -1,10 +1,12 @@
 //! Harness for the router's integration tests: reporting backends, a recording raw pod, manifest files, an
 //! in-process router on free loopback ports, a keep-alive client, and polling helpers.
 
+pub mod aioquic;
 pub mod apiserver;
 pub mod binaries;
 pub mod cli;
 pub mod client;
+pub mod h3_client;
 pub mod handshakes;
 pub mod load;
 pub mod manifests;

@@ -1,6 +1,7 @@
 //! `cargo xtask <setup|run|test|bench|fuzz|image>`: the project's own set-up, demo and test runner, and the
 //! image's root filesystem.
 
+mod aioquic;
 mod apiserver;
 mod bench;
 mod cargo;

@@ -10,6 +10,8 @@
 //!   `LLVM_PREFIX=<sysroot> cargo install bpf-linker --features llvm-<major>`.
 //! - cargo-fuzz for the fuzz step of the tests and `cargo xtask fuzz`, kept in the dev cache
 //!   (`cargo_fuzz`).
+//! - aioquic (PyPI) in a virtual environment in the dev cache, the independent HTTP/3 client of the tests
+//!   (`aioquic`; python3-venv from Debian makes the environment).
 
 use std::{
     ffi::OsStr,
@@ -45,6 +47,8 @@ const APT_PACKAGES: &[&str] = &[
     "hping3",
     // tests/tests/tls_testssl.rs: the TLS scanner run against :443.
     "testssl.sh",
+    // tests/tests/http3.rs: the virtual environment aioquic (the second HTTP/3 client) is installed into.
+    "python3-venv",
 ];
 const NIGHTLY: &str = "nightly";
 /// The bpf-linker series that matches aya 0.14 / aya-build 0.2.
@@ -64,6 +68,7 @@ pub fn ensure() -> anyhow::Result<()> {
     apt_packages()?;
     ensure_build()?;
     crate::cargo_fuzz::ensure()?;
+    crate::aioquic::ensure()?;
     Ok(())
 }
 

@@ -11,10 +11,11 @@
 use std::process::Command;
 
 use crate::cargo::{build_binaries, cargo};
-use crate::{apiserver, bench, fuzz, setup};
+use crate::{aioquic, apiserver, bench, fuzz, setup};
 
 pub fn run() -> anyhow::Result<()> {
     setup::ensure()?;
+    aioquic::export_for_tests(&aioquic::ensure()?);
     // The apiserver's first build (minutes of Go, on a fresh machine) runs beside the Rust build, which leaves a
     // core idle for long stretches (one large crate at a time, the eBPF build, links).
     let control_plane = std::thread::spawn(apiserver::ensure);

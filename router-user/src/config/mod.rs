@@ -2,6 +2,7 @@
 
 mod access_log;
 mod http;
+mod http3;
 mod limits;
 mod listeners;
 mod metrics;
@@ -19,6 +20,7 @@ use clap::Parser;
 
 pub use access_log::{AccessLogArgs, AccessLogError};
 pub use http::HttpArgs;
+pub use http3::Http3Args;
 pub use limits::LimitArgs;
 pub use listeners::ListenerArgs;
 pub use metrics::MetricsArgs;
@@ -171,6 +173,10 @@ pub struct Settings {
     /// ROUTER_BIND_PORTS_AFTER_SYNC).
     #[command(flatten)]
     pub listeners: ListenerArgs,
+
+    /// HTTP/3 on the HTTPS port over UDP and its Alt-Svc advertisement (ROUTER_ENABLE_HTTP3).
+    #[command(flatten)]
+    pub http3: Http3Args,
 
     /// Access log: syslog destination, level, facility, format, captures, unique id.
     #[command(flatten)]

@@ -10,7 +10,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 pub struct TlsHandshakeLabels {
     /// `TLSv1_2`, `TLSv1_3`.
     pub version: &'static str,
-    /// The negotiated ALPN protocol (`h2`, `http/1.1`), or `none`.
+    /// The negotiated ALPN protocol (`h2`, `http/1.1`, `h3` on the QUIC listener), or `none`.
     pub alpn: &'static str,
 }
 
@@ -30,6 +30,7 @@ impl TlsHandshakeLabels {
         let alpn = match alpn {
             Some(b"h2") => "h2",
             Some(b"http/1.1") => "http/1.1",
+            Some(b"h3") => "h3",
             Some(_) => "other",
             None => "none",
         };

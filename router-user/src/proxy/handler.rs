@@ -55,7 +55,8 @@ use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
 use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
 
-/// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN).
+/// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN); `h3` for
+/// HTTP/3, which the OpenShift router does not serve.
 const X_FORWARDED_PROTO_VERSION: HeaderName = HeaderName::from_static("x-forwarded-proto-version");
 
 /// The request head limit of OpenShift's defaults: ROUTER_BUF_SIZE 32768 less ROUTER_MAX_REWRITE_SIZE 8192.
@@ -84,6 +85,9 @@ pub struct ProxyOptions {
     pub access_log: Arc<AccessLog>,
     /// ROUTER_CLIENT_FIN_TIMEOUT / ROUTER_DEFAULT_SERVER_FIN_TIMEOUT for WebSocket tunnels.
     pub fin_timeouts: Option<FinTimeouts>,
+    /// ROUTER_ENABLE_HTTP3: the `Alt-Svc` value advertising HTTP/3 on HTTP/1.1 and HTTP/2 responses of edge
+    /// and reencrypt routes that HTTP/3 serves (not those checking client certificates themselves).
+    pub alt_svc: Option<HeaderValue>,
 }
 
 impl Default for ProxyOptions {
@@ -97,6 +101,7 @@ impl Default for ProxyOptions {
             h1_case_adjust: None,
             access_log: AccessLog::off(),
             fin_timeouts: None,
+            alt_svc: None,
         }
     }
 }
@@ -293,7 +298,11 @@ impl HttpProxy {
                 let lowered = raw_host.to_ascii_lowercase();
                 let upgrade = is_upgrade(request.headers());
                 let trailers = wants_trailers(&request);
-                let h2 = request.version() == Version::HTTP_2;
+                let proto_version = match request.version() {
+                    Version::HTTP_2 => Some("h2"),
+                    Version::HTTP_3 => Some("h3"),
+                    _ => None,
+                };
                 let gzip = self.client_takes_gzip(&request);
                 if let (true, Some(map)) = (backend.policy.h1_adjust_case, &self.options.h1_case_adjust) {
                     request.extensions_mut().insert(AdjustedCase(map.clone()));
@@ -308,8 +317,8 @@ impl HttpProxy {
                         headers.insert(name.clone(), value.clone());
                     }
                 }
-                if h2 {
-                    headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static("h2"));
+                if let Some(version) = proto_version {
+                    headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static(version));
                 }
                 if trailers {
                     // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
@@ -362,6 +371,7 @@ impl HttpProxy {
             return self.unavailable();
         }
         let (parts, body) = request.into_parts();
+        let alt_svc = self.alt_svc_for(backend, connection, parts.version);
         let body_wait = parts.extensions.get::<BodyWaitClock>().map(BodyWaitClock::body_wait);
         // A request without a body can be sent again to another endpoint when a connect fails.
         let retryable = body.is_end_stream();
@@ -423,6 +433,9 @@ impl HttpProxy {
                 if let (true, Some(hsts)) = (connection.is_tls(), &backend.policy.hsts) {
                     response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
                 }
+                if let Some(alt_svc) = alt_svc {
+                    response.headers_mut().insert(header::ALT_SVC, alt_svc);
+                }
                 response
             }
             Err(GaveUp::Failed(UpstreamError::Timeout(_))) => gateway_error(StatusCode::GATEWAY_TIMEOUT),
@@ -432,6 +445,14 @@ impl HttpProxy {
             Err(GaveUp::Failed(UpstreamError::ClientBody(_))) => bad_request(),
             Err(GaveUp::Failed(UpstreamError::Connect(_)) | GaveUp::Exhausted) => self.unavailable(),
         }
+    }
+
+    /// The `Alt-Svc` header of a response to a request over TCP :443 for a route that HTTP/3 serves: edge or
+    /// reencrypt (a request on a terminated connection) without its own client certificate check, which
+    /// HTTP/3 refuses (see `http3`). Never on :80 nor on HTTP/3 itself.
+    fn alt_svc_for(&self, backend: &Backend, connection: &ClientConnection, version: Version) -> Option<HeaderValue> {
+        let serves = connection.is_tls() && version != Version::HTTP_3 && backend.client_auth.is_none();
+        self.options.alt_svc.clone().filter(|_| serves)
     }
 
     fn respond(

@@ -1,10 +1,11 @@
-//! A client request's body as the handler sees it, whoever read the request: hyper's server (HTTP/2) or the
-//! router's own HTTP/1.1 connection loop (`h1`).
+//! A client request's body as the handler sees it, whoever read the request: hyper's server (HTTP/2), the
+//! router's own HTTP/1.1 connection loop (`h1`), or another server's stream (HTTP/3, boxed).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
 use super::h1::OwnRequestBody;
@@ -15,6 +16,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub enum RequestBody {
     Hyper(Incoming),
     Own(OwnRequestBody),
+    /// A body read by a server outside `proxy` (an HTTP/3 request stream).
+    Stream(UnsyncBoxBody<Bytes, BoxError>),
 }
 
 impl Body for RequestBody {
@@ -25,6 +28,7 @@ impl Body for RequestBody {
         match self.get_mut() {
             RequestBody::Hyper(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
             RequestBody::Own(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            RequestBody::Stream(body) => Pin::new(body).poll_frame(cx),
         }
     }
 
@@ -32,6 +36,7 @@ impl Body for RequestBody {
         match self {
             RequestBody::Hyper(body) => body.is_end_stream(),
             RequestBody::Own(body) => body.is_end_stream(),
+            RequestBody::Stream(body) => body.is_end_stream(),
         }
     }
 
@@ -39,6 +44,7 @@ impl Body for RequestBody {
         match self {
             RequestBody::Hyper(body) => body.size_hint(),
             RequestBody::Own(body) => body.size_hint(),
+            RequestBody::Stream(body) => body.size_hint(),
         }
     }
 }

@@ -20,8 +20,8 @@ pub struct HostConflict {
 pub fn request_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<Option<String>, HostConflict> {
     let header = headers.get(http::header::HOST);
     let (scheme, authority) = match (uri.scheme(), uri.authority()) {
-        // HTTP/2: `:authority` wins over a Host header.
-        (scheme, Some(authority)) if version == Version::HTTP_2 => (scheme, authority),
+        // HTTP/2 and HTTP/3: `:authority` wins over a Host header.
+        (scheme, Some(authority)) if multiplexed(version) => (scheme, authority),
         (Some(scheme), Some(authority)) => (Some(scheme), authority),
         // Origin-form (and CONNECT's authority-form): the Host header says, or the authority when alone.
         _ => {
@@ -30,7 +30,7 @@ pub fn request_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<
         }
     };
     let default_port = scheme.and_then(default_port);
-    if version != Version::HTTP_2 {
+    if !multiplexed(version) {
         if let Some(value) = header {
             let host = String::from_utf8_lossy(value.as_bytes());
             if !same_origin(authority, &host, default_port) {
@@ -43,6 +43,12 @@ pub fn request_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<
         host.push_str(&format!(":{port}"));
     }
     Ok(Some(host))
+}
+
+/// HTTP/2 and HTTP/3 carry the target's authority in `:authority` (RFC 9113 section 8.3.1, RFC 9114 section
+/// 4.3.1).
+fn multiplexed(version: Version) -> bool {
+    version == Version::HTTP_2 || version == Version::HTTP_3
 }
 
 fn default_port(scheme: &Scheme) -> Option<u16> {
@@ -134,5 +140,6 @@ mod tests {
         assert_eq!(ok(Version::HTTP_2, "https://a.example.com/x", Some("b.example.com")), "a.example.com");
         assert_eq!(ok(Version::HTTP_2, "https://a.example.com:8443/x", None), "a.example.com:8443");
         assert_eq!(ok(Version::HTTP_2, "/x", Some("b.example.com")), "b.example.com");
+        assert_eq!(ok(Version::HTTP_3, "https://a.example.com/x", Some("b.example.com")), "a.example.com");
     }
 }

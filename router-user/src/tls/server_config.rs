@@ -161,12 +161,35 @@ impl ServerConfigs {
         self.finish(config, key, offer_h2)
     }
 
-    /// `config` with its certificate (stapled when there is a staple) and ALPN list.
-    fn finish(&self, mut config: ServerConfig, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
-        let key = match &self.stapler {
+    /// The configuration of the HTTP/3 (QUIC) listener: the base (provider, suites, groups, router-wide client
+    /// certificates, session cache and ticket key), TLS 1.3 only as QUIC has it, ALPN `h3`, and `resolver`
+    /// choosing each connection's certificate from its ClientHello (QUIC gives no look at the ClientHello
+    /// before the handshake, as :443's inspection does). With router-wide client certificates no tickets are
+    /// issued: every handshake verifies the certificate against the current revocation lists, which a
+    /// resumed session would skip (TCP checks again after resumption, see `client_still_valid`). No 0-RTT.
+    pub fn for_quic(&self, resolver: Arc<dyn ResolvesServerCert>) -> ServerConfig {
+        let mut config = self.base.clone();
+        config.cert_resolver = resolver;
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        config.max_early_data_size = 0;
+        if self.client_verifier.is_some() {
+            config.send_tls13_tickets = 0;
+            config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        }
+        config
+    }
+
+    /// `key` with its current OCSP staple (ROUTER_OCSP_STAPLING), else as it is.
+    pub fn stapled(&self, key: Arc<CertifiedKey>) -> Arc<CertifiedKey> {
+        match &self.stapler {
             Some(stapler) => stapler.staple(key),
             None => key,
-        };
+        }
+    }
+
+    /// `config` with its certificate (stapled when there is a staple) and ALPN list.
+    fn finish(&self, mut config: ServerConfig, key: Arc<CertifiedKey>, offer_h2: bool) -> Arc<ServerConfig> {
+        let key = self.stapled(key);
         config.cert_resolver = Arc::new(FixedCertificate(key));
         config.alpn_protocols = match offer_h2 && !self.disable_http2 {
             true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
