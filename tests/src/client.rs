@@ -28,11 +28,7 @@ impl Reply {
 
     /// Every value the backend saw for request header `name` (lowercase).
     pub fn seen_header(&self, name: &str) -> Vec<String> {
-        let report = self.report();
-        report["headers"][name]
-            .as_array()
-            .map(|values| values.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
+        crate::backend_report::seen_header(&self.report(), name)
     }
 }
 

@@ -36,11 +36,7 @@ impl H3Reply {
 
     /// The values of request header `name` as the backend saw it.
     pub fn seen_header(&self, name: &str) -> Vec<String> {
-        let report = self.report();
-        report["headers"][name]
-            .as_array()
-            .map(|values| values.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
+        crate::backend_report::seen_header(&self.report(), name)
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod aioquic;
 pub mod apiserver;
+pub mod backend_report;
 pub mod binaries;
 pub mod cli;
 pub mod client;

@@ -26,7 +26,7 @@ use std::{
 
 use xdp_common::steer_ends::{client_hello, Life, Opened};
 use xdp_common::steer_rows::{row, Path};
-use xdp_common::steer_topology::{eventually, metric, Family, Interfaces};
+use xdp_common::steer_topology::{eventually, metric, xorshift_bytes, Family, Interfaces};
 
 const PREFIX: &str = "rst6";
 
@@ -85,15 +85,7 @@ const KILL_AFTER: u64 = 4 << 20;
 
 /// The `index`th chunk of a stream a shifted or lost byte would change (xorshift from its index).
 fn chunk(index: u64) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15 ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..CHUNK)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+    xorshift_bytes(0x9e37_79b9_7f4a_7c15 ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d), CHUNK)
 }
 
 fn survives_sigkill(n: u32, mode: &str) {

@@ -30,8 +30,8 @@ use super::{
     loader,
     packet_tests::{is_root, run},
     steer_packet_tests::{
-        sack, timestamps, ACK, ARRIVAL_IF_INDEX, CLIENT_MAC, NODE_MAC, NODE_POD_SIDE_MAC, NOP, PAYLOAD, POD_IF_INDEX,
-        POD_MAC, PSH_ACK, SYN, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX,
+        sack, tcp_segment, timestamps, ACK, ARRIVAL_IF_INDEX, CLIENT_MAC, NODE_MAC, NODE_POD_SIDE_MAC, NOP, PAYLOAD,
+        POD_IF_INDEX, POD_MAC, PSH_ACK, SYN, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX,
     },
 };
 
@@ -128,18 +128,8 @@ impl Segment6 {
 
     /// The TCP segment alone, with a complete checksum.
     fn segment(&self) -> Vec<u8> {
-        let header_len = 20 + self.options.len().div_ceil(4) * 4;
-        let mut seg = Vec::new();
-        seg.extend_from_slice(&self.src.1.to_be_bytes());
-        seg.extend_from_slice(&self.dst.1.to_be_bytes());
-        seg.extend_from_slice(&self.seq.to_be_bytes());
-        seg.extend_from_slice(&self.ack.to_be_bytes());
-        seg.extend_from_slice(&[((header_len / 4) as u8) << 4, self.flags]);
-        seg.extend_from_slice(&self.window.to_be_bytes());
-        seg.extend_from_slice(&[0, 0, 0, 0]);
-        seg.extend_from_slice(&self.options);
-        seg.resize(header_len, 0);
-        seg.extend_from_slice(PAYLOAD);
+        let mut seg =
+            tcp_segment((self.src.1, self.dst.1), (self.seq, self.ack), self.flags, self.window, &self.options);
         seg.resize(seg.len() + self.padding, 0xab);
         let check = tcp6_checksum(&seg, &self.src.0, &self.dst.0);
         seg[16..18].copy_from_slice(&check.to_be_bytes());

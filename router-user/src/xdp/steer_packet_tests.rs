@@ -99,19 +99,8 @@ impl Segment {
     }
 
     pub(super) fn frame(&self) -> Vec<u8> {
-        let header_len = 20 + self.options.len().div_ceil(4) * 4;
-        assert!(header_len <= 60, "at most 40 option bytes");
-        let mut seg = Vec::new();
-        seg.extend_from_slice(&self.src.1.to_be_bytes());
-        seg.extend_from_slice(&self.dst.1.to_be_bytes());
-        seg.extend_from_slice(&self.seq.to_be_bytes());
-        seg.extend_from_slice(&self.ack.to_be_bytes());
-        seg.extend_from_slice(&[((header_len / 4) as u8) << 4, self.flags]);
-        seg.extend_from_slice(&self.window.to_be_bytes());
-        seg.extend_from_slice(&[0, 0, 0, 0]);
-        seg.extend_from_slice(&self.options);
-        seg.resize(header_len, 0);
-        seg.extend_from_slice(PAYLOAD);
+        let mut seg =
+            tcp_segment((self.src.1, self.dst.1), (self.seq, self.ack), self.flags, self.window, &self.options);
         let check = tcp_checksum(&seg, self.src.0, self.dst.0);
         seg[16..18].copy_from_slice(&check.to_be_bytes());
 
@@ -618,4 +607,23 @@ fn fin_and_rst_are_translated_and_remembered_per_direction() {
     assert_eq!(h.entry(&key(POD, NODE_Q)).seen, STEER_RST);
     h.translate(&Segment { flags: RST | ACK, ..Segment::new(CLIENT, ROUTER) });
     assert_eq!(h.entry(&key(CLIENT, ROUTER)).seen, STEER_FIN | STEER_RST);
+}
+
+/// A TCP segment from `ports` (source, destination) with `seq_ack`, `flags`, `window`, `options` (padded to a
+/// multiple of 4 with zeros) and [`PAYLOAD`], its checksum field zero: the IPv4 and IPv6 fixtures fill it in.
+pub(super) fn tcp_segment(ports: (u16, u16), seq_ack: (u32, u32), flags: u8, window: u16, options: &[u8]) -> Vec<u8> {
+    let header_len = 20 + options.len().div_ceil(4) * 4;
+    assert!(header_len <= 60, "at most 40 option bytes");
+    let mut seg = Vec::new();
+    seg.extend_from_slice(&ports.0.to_be_bytes());
+    seg.extend_from_slice(&ports.1.to_be_bytes());
+    seg.extend_from_slice(&seq_ack.0.to_be_bytes());
+    seg.extend_from_slice(&seq_ack.1.to_be_bytes());
+    seg.extend_from_slice(&[((header_len / 4) as u8) << 4, flags]);
+    seg.extend_from_slice(&window.to_be_bytes());
+    seg.extend_from_slice(&[0, 0, 0, 0]);
+    seg.extend_from_slice(options);
+    seg.resize(header_len, 0);
+    seg.extend_from_slice(PAYLOAD);
+    seg
 }

@@ -388,8 +388,13 @@ pub fn s_server(ns: &NetNs, dir: &Path, addr: &str) -> Process {
 
 /// [`DOWNLOAD_BYTES`] that a byte shifted anywhere would change.
 pub fn download_content() -> Vec<u8> {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..DOWNLOAD_BYTES)
+    xorshift_bytes(0x9e37_79b9_7f4a_7c15, DOWNLOAD_BYTES)
+}
+
+/// `len` bytes of the xorshift stream from `seed`: content in which a shifted, lost or repeated byte shows.
+pub fn xorshift_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
