@@ -2,7 +2,7 @@
 //! through the same handler as HTTP/2 over edge and reencrypt (`proxy::MultiplexedClient`). Certificates come
 //! from the live table as on TCP :443 (a route's own, a wildcard route's, the default; ROUTER_STRICT_SNI);
 //! a server name of a passthrough route, or of a route checking client certificates itself
-//! (`router.openshift.io/client-tls-ca`), gets no certificate: its QUIC handshake fails and the client stays
+//! (`router.openshift.io/client-tls-ca` or `-ca-secret`), gets no certificate: its QUIC handshake fails and the client stays
 //! on TCP. Router-wide client certificates (ROUTER_MUTUAL_TLS_AUTH) are verified in the handshake as on TCP.
 //! The `Alt-Svc` value that advertises this listener is built here and written by `proxy`.
 
