@@ -14,6 +14,7 @@ mod manifest;
 mod ocsp_response;
 mod pod_chunked;
 mod pod_response;
+mod prefixes;
 mod proxy_protocol;
 mod request_head;
 

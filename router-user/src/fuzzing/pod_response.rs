@@ -4,14 +4,12 @@
 use bytes::BytesMut;
 use http::{HeaderMap, Method, StatusCode};
 
+use super::prefixes;
 use crate::proxy::pod::chunked::{ChunkedDecoder, Decoded};
 use crate::proxy::pod::head::{parse_response, HeadError, ResponseFraming};
 
 /// The request methods whose answers differ in framing (HEAD: no body whatever the headers say).
 const METHODS: [Method; 4] = [Method::GET, Method::HEAD, Method::POST, Method::DELETE];
-
-/// Inputs up to this length have every prefix read; longer ones this many evenly spaced prefixes.
-const ALL_PREFIXES_UP_TO: usize = 512;
 
 /// A head detached from the buffer, so answers of separate reads compare.
 #[derive(Debug, PartialEq)]
@@ -74,19 +72,11 @@ pub fn pod_response(data: &[u8]) {
     }
 }
 
-/// Every prefix of the head at the front of `wire` needs more bytes or gives the whole input's answer; once a
-/// prefix gives it, and from the head's last byte on, every longer prefix does.
+/// Every prefix of the head at the front of `wire` needs more bytes or gives the whole input's answer.
 fn check_prefixes(wire: &[u8], method: &Method) {
-    let full = outcome(wire, method);
-    let step = wire.len().div_ceil(ALL_PREFIXES_UP_TO).max(1);
-    let mut decided = false;
-    for n in (0..wire.len()).step_by(step) {
-        let got = outcome(&wire[..n], method);
-        let head_complete = matches!(full, Outcome::Head { length, .. } if n >= length);
-        if got == Outcome::NeedMore && !decided && !head_complete {
-            continue;
-        }
-        assert_eq!(got, full, "the first {n} of {} bytes", wire.len());
-        decided = true;
-    }
+    let head_end = |answer: &Outcome| match answer {
+        Outcome::Head { length, .. } => Some(*length),
+        _ => None,
+    };
+    prefixes::check_prefixes(wire, |bytes| outcome(bytes, method), &Outcome::NeedMore, head_end);
 }

@@ -5,13 +5,12 @@
 use bytes::BytesMut;
 use http::{header, HeaderMap, Method, Uri, Version};
 
+use super::prefixes;
 use crate::proxy::h1::request_head::{parse_request_head, BodyFraming, HeadError, RequestHead};
 
 /// Head limits the first byte picks from: tiny ones reach the 431 paths, the default (ROUTER_BUF_SIZE less
 /// ROUTER_MAX_REWRITE_SIZE) the usual ones.
 const LIMITS: [usize; 4] = [16, 64, 1024, 32768 - 8192];
-/// Inputs up to this length have every prefix read; longer ones this many evenly spaced prefixes.
-const ALL_PREFIXES_UP_TO: usize = 512;
 /// Pipelined heads read from one input at most.
 const MAX_HEADS: usize = 16;
 
@@ -112,19 +111,11 @@ fn check_framing(head: &RequestHead) {
     }
 }
 
-/// Every prefix of the head at the front of `wire` needs more bytes or gives the whole input's answer; once a
-/// prefix gives it, and from the head's last byte on, every longer prefix does.
+/// Every prefix of the head at the front of `wire` needs more bytes or gives the whole input's answer.
 fn check_prefixes(wire: &[u8], limit: usize) {
-    let full = outcome(wire, limit);
-    let step = wire.len().div_ceil(ALL_PREFIXES_UP_TO).max(1);
-    let mut decided = false;
-    for n in (0..wire.len()).step_by(step) {
-        let got = outcome(&wire[..n], limit);
-        let head_complete = matches!(full, Outcome::Head { length, .. } if n >= length);
-        if got == Outcome::NeedMore && !decided && !head_complete {
-            continue;
-        }
-        assert_eq!(got, full, "the first {n} of {} bytes", wire.len());
-        decided = true;
-    }
+    let head_end = |answer: &Outcome| match answer {
+        Outcome::Head { length, .. } => Some(*length),
+        _ => None,
+    };
+    prefixes::check_prefixes(wire, |bytes| outcome(bytes, limit), &Outcome::NeedMore, head_end);
 }

@@ -39,6 +39,14 @@ impl CaBundleKind {
         }
     }
 
+    /// The kind as a message names one object of it (`configmap "x" has no key ...`).
+    pub fn object(self) -> &'static str {
+        match self {
+            Self::ConfigMap => "configmap",
+            Self::Secret => "secret",
+        }
+    }
+
     /// The kind as the apiserver's resource name (`configmaps "x" not found`).
     pub fn resource(self) -> &'static str {
         match self {

@@ -37,7 +37,7 @@ pub fn client_auth(
     let text = ca_bundle(&request, admitted.namespace(), snapshot).map_err(invalid)?;
     let (kind, name, key) = (request.kind, &request.name, &request.key);
     let auth = RouteClientAuth::new(&text, request.required, request.subject_filter.as_deref())
-        .map_err(|e| invalid(format!("{} {name:?} key {key:?}: {e}", singular(kind))))?;
+        .map_err(|e| invalid(format!("{} {name:?} key {key:?}: {e}", kind.object())))?;
     Ok((Some(Arc::new(auth)), None))
 }
 
@@ -66,12 +66,5 @@ fn ca_bundle(request: &ClientTlsRequest, namespace: &str, snapshot: &Snapshot) -
             bytes.and_then(|bytes| String::from_utf8(bytes.0.clone()).ok())
         }
     };
-    text.ok_or_else(|| format!("annotation {annotation}: {} {name:?} has no key {key:?}", singular(kind)))
-}
-
-fn singular(kind: CaBundleKind) -> &'static str {
-    match kind {
-        CaBundleKind::ConfigMap => "configmap",
-        CaBundleKind::Secret => "secret",
-    }
+    text.ok_or_else(|| format!("annotation {annotation}: {} {name:?} has no key {key:?}", kind.object()))
 }
