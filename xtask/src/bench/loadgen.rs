@@ -17,7 +17,7 @@ use super::stats::quantile;
 pub const CLIENT_CPU: u32 = 0;
 
 /// How much longer than its duration a load generator may run before it is killed.
-const RUN_SLACK: Duration = Duration::from_secs(30);
+pub const RUN_SLACK: Duration = Duration::from_secs(30);
 
 /// A random path per request, so HAProxy's map cache (keyed by host+path) never hits (docs/benchmarking.md §3).
 pub const RANDOM_PATH_SCRIPT: &str = "-- random path per request (cargo xtask bench)
@@ -351,7 +351,7 @@ pub fn parse_h2load_log(text: &str) -> anyhow::Result<LatencyOutput> {
 /// The failed requests of a run, each counted once: h2load's summary has them all (errored streams, 4xx/5xx,
 /// timeouts, requests lost with a connection, which have no log line); `logged`, the log's count, stands in
 /// should the summary be missing.
-fn failed_requests(logged: u64, summary: &str) -> u64 {
+pub fn failed_requests(logged: u64, summary: &str) -> u64 {
     logged.max(parse_h2load_failures(summary))
 }
 

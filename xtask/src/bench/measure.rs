@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::backend::{HUGE_PATH, LARGE_PATH};
-use super::loadgen::{H2load, Wrk, CLIENT_CPU};
+use super::h3load::H3load;
+use super::loadgen::{H2load, LatencyOutput, Wrk, CLIENT_CPU};
 use super::machine::{wait_for_idle, CpuBusy};
 use super::plan::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
 use super::process::{self, reaped_children_ticks};
@@ -31,6 +32,7 @@ pub struct Endpoint {
 enum LoadRun {
     Wrk(Wrk),
     H2load(H2load),
+    H3load(H3load),
 }
 
 /// The measuring side of a bench run: the clock tick rate, the extra-time budget spent so far (idle waits and
@@ -219,6 +221,19 @@ fn load_run(stage: &Stage, scenario: &Scenario, endpoint: &Endpoint) -> LoadRun 
     let name = host.clone().unwrap_or_default();
     let path = if load == Load::PassthroughBulk { HUGE_PATH } else { "/" };
     let url = format!("https://{name}:{}{path}", endpoint.addr.port());
+    if load == Load::EdgeHttp3 {
+        return LoadRun::H3load(H3load {
+            binary: stage.h3load.clone(),
+            url: format!("https://{name}/"),
+            connect_to: endpoint.addr,
+            ca: stage.pki.ca.clone(),
+            clients: scenario.connections,
+            streams: HTTP2_STREAMS,
+            duration: scenario.duration,
+            log: stage.work.join("h3load.log"),
+            requests: None,
+        });
+    }
     if load == Load::EdgeHttp2 {
         return LoadRun::H2load(H2load {
             url,
@@ -278,24 +293,27 @@ impl LoadRun {
     /// Runs the load once.
     fn measure(&self, rep: u32, duration: Duration) -> anyhow::Result<Measured> {
         match self {
-            LoadRun::H2load(h2load) => {
-                let out = h2load.run()?;
-                let sample = Sample {
-                    rep,
-                    requests_per_second: out.requests as f64 / out.seconds.max(1e-9),
-                    p50_ms: out.p50_ms,
-                    p99_ms: out.p99_ms,
-                    p999_ms: Some(out.p999_ms),
-                    errors: out.failed,
-                    ..Sample::default()
-                };
-                // The log covers the measured duration; the CPU also covers the warm-up second.
-                let requests = (out.requests as f64) * (1.0 + 1.0 / duration.as_secs_f64().max(1.0));
-                Ok(Measured { sample, command: h2load.command_line(), requests })
-            }
+            LoadRun::H2load(h2load) => Ok(logged_measured(h2load.run()?, h2load.command_line(), rep, duration)),
+            LoadRun::H3load(h3load) => Ok(logged_measured(h3load.run()?, h3load.command_line(), rep, duration)),
             LoadRun::Wrk(wrk) => wrk_measured(wrk, rep),
         }
     }
+}
+
+/// A run of a load generator that logs every request after a one-second warm-up (h2load, h3load).
+fn logged_measured(out: LatencyOutput, command: String, rep: u32, duration: Duration) -> Measured {
+    let sample = Sample {
+        rep,
+        requests_per_second: out.requests as f64 / out.seconds.max(1e-9),
+        p50_ms: out.p50_ms,
+        p99_ms: out.p99_ms,
+        p999_ms: Some(out.p999_ms),
+        errors: out.failed,
+        ..Sample::default()
+    };
+    // The log covers the measured duration; the CPU also covers the warm-up second.
+    let requests = (out.requests as f64) * (1.0 + 1.0 / duration.as_secs_f64().max(1.0));
+    Measured { sample, command, requests }
 }
 
 /// Runs `wrk` once: its sample (before the CPU readings) and command line.

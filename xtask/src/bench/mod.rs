@@ -24,6 +24,7 @@
 
 mod backend;
 mod churn;
+mod h3load;
 mod haproxy;
 mod interrupt;
 mod loadgen;
@@ -125,7 +126,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         random_path_script: loadgen::RANDOM_PATH_SCRIPT.into(),
     };
     let shown_paths = report::ShownPaths::new(&work.path, &workspace_root(), &[binary.as_path()]);
-    let stage = Stage::prepare(&work.path, binary, args.quick, runs)?;
+    let uses_h3load = plan.groups.iter().flat_map(|g| &g.scenarios).any(|s| s.load == scenario::Load::EdgeHttp3);
+    let h3load = if uses_h3load { build_h3load()? } else { PathBuf::new() };
+    let stage = Stage::prepare(&work.path, binary, h3load, args.quick, runs)?;
     let mut meter = Meter::new(&stage);
     outcome.setup_commands.push(stage.pods_command());
 
@@ -252,6 +255,14 @@ fn build_router(quick: bool) -> anyhow::Result<PathBuf> {
     if !binary.is_file() {
         bail!("no router binary at {}", binary.display());
     }
+    Ok(binary)
+}
+
+/// Builds the HTTP/3 load generator (release: its CPU is on the load's core, as wrk's and h2load's).
+fn build_h3load() -> anyhow::Result<PathBuf> {
+    cargo(&["build", "--release", "--package", "h3load"])?;
+    let binary = target_dir().join("release").join("h3load");
+    anyhow::ensure!(binary.is_file(), "no h3load binary at {}", binary.display());
     Ok(binary)
 }
 

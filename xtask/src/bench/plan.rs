@@ -211,6 +211,8 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     ];
     if h2load {
         tls.push(scenario(Load::EdgeHttp2, mixed, &tls_all, secs(4), 16));
+        // Beside HTTP/2 on the same route, the router alone (no QUIC in Debian's HAProxy or nginx).
+        tls.push(scenario(Load::EdgeHttp3, mixed, &[R], secs(4), 16));
     }
     tls.extend([
         scenario(Load::ReencryptKeepAlive, mixed, &tls_proxies, secs(4), 64),

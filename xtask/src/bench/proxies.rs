@@ -196,6 +196,8 @@ pub struct RouterRun {
     pub access_log: Option<SocketAddr>,
     /// `ROUTER_TLS_PROVIDER`.
     pub tls_provider: TlsProvider,
+    /// `ROUTER_ENABLE_HTTP3`: QUIC on UDP at the HTTPS port's number (groups with an HTTP/3 scenario).
+    pub http3: bool,
 }
 
 impl Default for RouterRun {
@@ -206,6 +208,7 @@ impl Default for RouterRun {
             threads: 1,
             access_log: None,
             tls_provider: TlsProvider::Ring,
+            http3: false,
         }
     }
 }
@@ -289,6 +292,9 @@ fn router_env(default_certificate: &Path, run: &RouterRun) -> Vec<(&'static str,
     env.push(("ROUTER_TLS_SESSION_RESUMPTION", run.tls_resumption.to_string()));
     if run.tls_provider != TlsProvider::Ring {
         env.push(("ROUTER_TLS_PROVIDER", run.tls_provider.as_str().into()));
+    }
+    if run.http3 {
+        env.push(("ROUTER_ENABLE_HTTP3", "true".into()));
     }
     if run.passthrough_sockmap {
         env.push(("ROUTER_PASSTHROUGH_SOCKMAP", "true".into()));

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::churn;
+use super::h3load::H3load;
 use super::haproxy;
 use super::loadgen::CLIENT_CPU;
 use super::measure::{Endpoint, Meter};
@@ -61,6 +62,7 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
             &stage.pki.route_tls(tls.key, true),
         ),
     };
+    let http3 = group.scenarios.iter().any(|scenario| scenario.load == Load::EdgeHttp3);
     if group.scenarios.iter().any(|scenario| scenario.load == Load::EdgeHttp2) {
         // The router (as OpenShift's) offers h2 only on a certificate exactly one route uses; HAProxy gets it too.
         give_own_certificate(&mut set, Termination::Edge, stage.pki.own_route_tls());
@@ -81,6 +83,7 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         threads: group.threads,
         access_log: syslog_addr,
         tls_provider: TlsProvider::Ring,
+        http3,
     };
     let (router, router_start, mut router_down) =
         match Router::start(&stage.binary, &manifest_dir, &set, &log, &stage.certificate, run) {
@@ -354,6 +357,7 @@ fn check_availability(stage: &Stage, result: &mut ScenarioResult, set: &RouteSet
             }
             _ => match endpoint(stage, contender, load, set, proxies, group) {
                 None => Err("not started".to_string()),
+                Some(endpoint) if load == Load::EdgeHttp3 => probe_http3(stage, &endpoint),
                 Some(endpoint) => probe(stage, &endpoint, load == Load::EdgeHttp2),
             },
         };
@@ -380,6 +384,33 @@ fn probe(stage: &Stage, endpoint: &Endpoint, http2: bool) -> Result<Negotiated, 
         return Err(format!("GET https://{host}/ at {} used HTTP/{version}, not HTTP/2", endpoint.addr));
     }
     negotiate(endpoint.addr, host, &stage.work, &stage.client_config).map_err(|error| format!("{error:#}"))
+}
+
+/// One HTTP/3 request for the route must succeed (h3load, one connection, one request).
+fn probe_http3(stage: &Stage, endpoint: &Endpoint) -> Result<Negotiated, String> {
+    let host = endpoint.host.as_deref().unwrap_or_default();
+    let probe = H3load {
+        binary: stage.h3load.clone(),
+        url: format!("https://{host}/"),
+        connect_to: endpoint.addr,
+        ca: stage.pki.ca.clone(),
+        clients: 1,
+        streams: 1,
+        duration: Duration::from_secs(5),
+        log: stage.work.join("h3load-probe.log"),
+        requests: Some(1),
+    };
+    match probe.run() {
+        // quinn reports no cipher or group; the client offers TLS 1.3 with the bench's one cipher suite only.
+        Ok(out) if out.failed == 0 => Ok(Negotiated {
+            protocol: "TLSv1.3 (QUIC, ALPN h3)".into(),
+            cipher: format!("{} (the only one offered)", super::tls::CIPHERSUITE),
+            group: "not reported".into(),
+            resumed: false,
+        }),
+        Ok(out) => Err(format!("HTTP/3 GET https://{host}/ at {} failed ({} failed)", endpoint.addr, out.failed)),
+        Err(error) => Err(format!("HTTP/3 GET https://{host}/ at {}: {error:#}", endpoint.addr)),
+    }
 }
 
 fn haproxy_config_bytes(dir: &Path) -> u64 {

@@ -52,6 +52,9 @@ pub enum Load {
     EdgeFullHandshakeEcdsa,
     /// h2load, HTTP/2 over TLS (ALPN h2) to the edge route, as fast as it goes.
     EdgeHttp2,
+    /// h3load, HTTP/3 over QUIC to the edge route (the router only: Debian's HAProxy and nginx have no QUIC), as
+    /// fast as it goes, with HTTP/2's connections and streams.
+    EdgeHttp3,
     /// wrk over TLS to the reencrypt route, keep-alive (TLS again to the pod).
     ReencryptKeepAlive,
     /// wrk over TLS through the passthrough route (the pod terminates TLS), a 64 MiB body.
@@ -77,7 +80,8 @@ impl Load {
             | Load::EdgeResumed
             | Load::EdgeFullHandshake
             | Load::EdgeFullHandshakeEcdsa
-            | Load::EdgeHttp2 => Termination::Edge,
+            | Load::EdgeHttp2
+            | Load::EdgeHttp3 => Termination::Edge,
             Load::ReencryptKeepAlive => Termination::Reencrypt,
             Load::PassthroughBulk | Load::PassthroughNewConnection => Termination::Passthrough,
         }
@@ -128,6 +132,7 @@ impl Scenario {
             Load::EdgeFullHandshake => "edge TLS new connections, full handshakes".to_string(),
             Load::EdgeFullHandshakeEcdsa => "edge TLS new connections, full handshakes, ECDSA P-256".to_string(),
             Load::EdgeHttp2 => "HTTP/2 over edge TLS".to_string(),
+            Load::EdgeHttp3 => "HTTP/3 over edge TLS (QUIC)".to_string(),
             Load::ReencryptKeepAlive => "reencrypt TLS keep-alive".to_string(),
             Load::PassthroughBulk => "passthrough, 64 MiB body".to_string(),
             Load::PassthroughNewConnection => "passthrough new connections".to_string(),

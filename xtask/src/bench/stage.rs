@@ -16,6 +16,8 @@ pub struct Stage {
     pub work: PathBuf,
     /// The router binary under test.
     pub binary: PathBuf,
+    /// The HTTP/3 load generator (empty when no scenario uses it).
+    pub h3load: PathBuf,
     pub backends: Backends,
     /// The default certificate of both proxies (PEM: certificate and key).
     pub certificate: PathBuf,
@@ -34,7 +36,7 @@ pub struct Stage {
 
 impl Stage {
     /// Makes the certificates, starts the pods and writes the clients' files under `work`.
-    pub fn prepare(work: &Path, binary: PathBuf, quick: bool, runs: u32) -> anyhow::Result<Stage> {
+    pub fn prepare(work: &Path, binary: PathBuf, h3load: PathBuf, quick: bool, runs: u32) -> anyhow::Result<Stage> {
         let pki = Pki::create(&work.join("pki"))?;
         let backends = Backends::start(&work.join("nginx"), &pki)?;
         let script = write_random_path_script(work)?;
@@ -46,6 +48,7 @@ impl Stage {
         Ok(Stage {
             work: work.to_path_buf(),
             binary,
+            h3load,
             certificate: pki.default_pem.clone(),
             backends,
             pki,

@@ -28,7 +28,7 @@ use svg::svg;
 use tables::{bulk_table, churn_table, fixed_rate_table, lifecycle_table, scaling_table};
 use targets::targets;
 pub use tls::tls_table;
-use tls::{negotiated_table, passthrough_bulk_table, provider_table, unavailable_lines};
+use tls::{http3_line, negotiated_table, passthrough_bulk_table, provider_table, unavailable_lines};
 pub use xdp::xdp_summary;
 
 /// Writes `<stamp>-<commit>.md` and `.svg` into `dir`, the markdown with its paths shown as `paths` says; returns
@@ -237,6 +237,11 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str, paths: &ShownPaths) 
              each). New connections saturate the client core too (the handshake costs the client as much): compare \
              µs per connection.\n",
         );
+        let http3 = http3_line(outcome);
+        if !http3.is_empty() {
+            out.push('\n');
+            out.push_str(&http3);
+        }
     }
     let providers = provider_table(outcome);
     if !providers.is_empty() {

@@ -154,6 +154,29 @@ pub fn passthrough_bulk_table(outcome: &Outcome) -> String {
     out
 }
 
+/// The router's HTTP/3 beside its HTTP/2 on the same route, same connections and streams: medians of both
+/// scenarios' runs (not paired: they are separate scenarios of one group). Empty without both.
+pub fn http3_line(outcome: &Outcome) -> String {
+    let find = |load| outcome.results.iter().find(|r| r.scenario.load == load);
+    let (Some(h3), Some(h2)) = (find(Load::EdgeHttp3), find(Load::EdgeHttp2)) else { return String::new() };
+    let median = |result, pick: fn(&Sample) -> Option<f64>| summary(result, Contender::Router, pick).map(|s| s.median);
+    let rate = |s: &Sample| Some(s.requests_per_second);
+    let cpu = |s: &Sample| s.us_per_request;
+    let (Some(h3_rate), Some(h2_rate)) = (median(h3, rate), median(h2, rate)) else { return String::new() };
+    let mut line = format!(
+        "HTTP/3 beside HTTP/2, the router on the same edge route (16 connections x 10 streams each): {} vs {} \
+         requests/s ({:.2}x)",
+        si(h3_rate),
+        si(h2_rate),
+        h3_rate / h2_rate
+    );
+    if let (Some(h3_cpu), Some(h2_cpu)) = (median(h3, cpu), median(h2, cpu)) {
+        let _ = write!(line, ", proxy CPU {h3_cpu:.1} vs {h2_cpu:.1} µs per request ({:.2}x)", h3_cpu / h2_cpu);
+    }
+    line.push_str(".\n");
+    line
+}
+
 /// What `openssl s_client` (with the bench's client configuration) negotiated with each contender for each target
 /// route, and whether a second connection resumed the session.
 pub fn negotiated_table(outcome: &Outcome) -> String {
@@ -164,6 +187,7 @@ pub fn negotiated_table(outcome: &Outcome) -> String {
                 "edge, ECDSA P-256, servers without resumption"
             }
             Termination::Edge if result.scenario.load == Load::EdgeFullHandshake => "edge, servers without resumption",
+            Termination::Edge if result.scenario.load == Load::EdgeHttp3 => "edge over QUIC (h3load probe)",
             Termination::Edge => "edge",
             Termination::Reencrypt => "reencrypt",
             Termination::Passthrough => "passthrough (the pod's TLS)",

@@ -1,0 +1,71 @@
+//! One h3load run (the workspace's own HTTP/3 load generator, `h3load/`): HTTP/3 to the edge route at peak with
+//! HTTP/2's connections and streams, its log read with h2load's parser (same format).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+
+use super::loadgen::{failed_requests, parse_h2load_log, shell_line, LatencyOutput, CLIENT_CPU, RUN_SLACK};
+use super::process::output_within;
+
+#[derive(Clone, Debug)]
+pub struct H3load {
+    pub binary: PathBuf,
+    /// `https://<route host>/`: the host is the SNI and `:authority`.
+    pub url: String,
+    pub connect_to: SocketAddr,
+    /// The CA the route's certificate chains to.
+    pub ca: PathBuf,
+    pub clients: u32,
+    pub streams: u32,
+    pub duration: Duration,
+    pub log: PathBuf,
+    /// At most this many requests (the availability probe); none: as many as the duration allows.
+    pub requests: Option<u32>,
+}
+
+impl H3load {
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            "-c".into(),
+            CLIENT_CPU.to_string(),
+            self.binary.display().to_string(),
+            format!("-c{}", self.clients),
+            format!("-m{}", self.streams),
+            format!("-D{}", self.duration.as_secs()),
+        ];
+        match self.requests {
+            Some(count) => args.push(format!("-n{count}")),
+            None => args.push("--warm-up-time=1".into()),
+        }
+        args.extend([
+            format!("--connect-to={}", self.connect_to),
+            format!("--ca={}", self.ca.display()),
+            format!("--log-file={}", self.log.display()),
+            self.url.clone(),
+        ]);
+        args
+    }
+
+    pub fn command_line(&self) -> String {
+        shell_line("taskset", &self.args())
+    }
+
+    pub fn run(&self) -> anyhow::Result<LatencyOutput> {
+        let _ = std::fs::remove_file(&self.log);
+        let limit = self.duration + RUN_SLACK;
+        let out = output_within(Command::new("taskset").args(self.args()), limit).context("running h3load")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!("h3load failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
+        }
+        let log = std::fs::read_to_string(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
+        let mut parsed = parse_h2load_log(&log)?;
+        parsed.failed = failed_requests(parsed.failed, &text);
+        parsed.seconds = self.duration.as_secs_f64();
+        Ok(parsed)
+    }
+}
