@@ -9,7 +9,6 @@ use anyhow::Context as _;
 
 use super::loadgen::{finish_background_wrk, Wrk};
 use super::measure::Meter;
-use super::plan::CHURN_CHANGES;
 use super::process::wait_until;
 use super::proxies::{serves, Haproxy, Router};
 use super::results::Churn;
@@ -25,11 +24,17 @@ const CHURN_MAX_RSS_KIB: u64 = 6 * 1024 * 1024;
 
 /// HAProxy: each change rewrites the config and maps and reloads (new process, `-x` socket transfer, `-sf`).
 /// Old processes finish their connections meanwhile; the churn stops early if they pile up too far.
-pub fn churn_haproxy(stage: &Stage, meter: &mut Meter, set: &RouteSet, haproxy: &mut Haproxy) -> anyhow::Result<Churn> {
+pub fn churn_haproxy(
+    stage: &Stage,
+    meter: &mut Meter,
+    set: &RouteSet,
+    haproxy: &mut Haproxy,
+    planned: usize,
+) -> anyhow::Result<Churn> {
     let mut grown = set.clone();
     let addr = haproxy.http_addr();
     let mut max_processes = 1;
-    let mut churn = churn_under_load(stage, meter, Contender::Haproxy, set, addr, |_, route| {
+    let mut churn = churn_under_load(stage, meter, Contender::Haproxy, set, addr, planned, |_, route| {
         grown.routes.push(route.clone());
         haproxy.reload(&grown)?;
         let (processes, rss_kib) = haproxy.alive();
@@ -49,14 +54,15 @@ pub fn churn_router(
     set: &RouteSet,
     router: &Router,
     dir: &Path,
+    planned: usize,
 ) -> anyhow::Result<Churn> {
-    churn_under_load(stage, meter, Contender::Router, set, router.http_addr(), |index, route| {
+    churn_under_load(stage, meter, Contender::Router, set, router.http_addr(), planned, |index, route| {
         let file = dir.join(format!("churn-{index:03}.yaml"));
         write_atomically(&file, &route.to_yaml()).map(|()| None)
     })
 }
 
-/// Applies up to `CHURN_CHANGES` route additions under wrk load on the set's target; after each change, polls
+/// Applies up to `planned` route additions under wrk load on the set's target; after each change, polls
 /// the new route until it answers 200 (at most 10 s), then goes on with the next. `change` may ask to stop
 /// early (with the reason); so does the time limit.
 fn churn_under_load(
@@ -65,21 +71,22 @@ fn churn_under_load(
     contender: Contender,
     set: &RouteSet,
     addr: SocketAddr,
+    planned: usize,
     mut change: impl FnMut(usize, &BenchRoute) -> anyhow::Result<Option<String>>,
 ) -> anyhow::Result<Churn> {
-    println!("bench:   route churn, {}: {CHURN_CHANGES} changes under load", contender.label());
+    println!("bench:   route churn, {}: {planned} changes under load", contender.label());
     meter.wait_for_idle();
     let target = set.target().context("route churn on an empty route set")?;
     let wrk = Wrk::new(format!("http://{addr}/"), Some(target.host.clone()), 64, Duration::from_secs(600));
     let started = Instant::now();
     let child = wrk.spawn()?;
     std::thread::sleep(Duration::from_millis(500));
-    let mut latencies_ms = Vec::with_capacity(CHURN_CHANGES);
+    let mut latencies_ms = Vec::with_capacity(planned);
     let mut timeouts = 0;
     let mut failure = None;
     let mut stopped = None;
     let mut changes = 0;
-    for index in 0..CHURN_CHANGES {
+    for index in 0..planned {
         if started.elapsed() > CHURN_LIMIT {
             stopped = Some(format!("time limit of {} s", CHURN_LIMIT.as_secs()));
             break;
@@ -114,6 +121,7 @@ fn churn_under_load(
     Ok(Churn {
         contender,
         routes: set.routes.len(),
+        planned,
         changes,
         latencies_ms,
         timeouts,

@@ -38,6 +38,7 @@ mod process;
 mod proxies;
 mod report;
 mod results;
+mod route_certificates;
 mod routes;
 mod runner;
 mod scenario;

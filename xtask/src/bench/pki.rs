@@ -15,7 +15,11 @@ use super::routes::{Certificates, DOMAIN, NAMESPACE};
 pub struct Pki {
     /// The CA certificate (PEM file), as clients and reencrypt verify against.
     pub ca: PathBuf,
+    /// The CA's key (PEM file): per-route certificates are signed with it.
+    pub ca_key: PathBuf,
     pub ca_pem: String,
+    /// The RSA-2048 route key (PEM file), also the key of every per-route certificate.
+    pub route_key_file: PathBuf,
     pub route_certificate: String,
     pub route_key: String,
     /// The routes' certificate and key with an ECDSA P-256 key (same names, same CA).
@@ -62,7 +66,8 @@ impl Pki {
         let (pod_certificate, pod_key) =
             signed(dir, "pod", CertKey::Rsa2048, &ca, &ca_key, &format!("DNS:*.{DOMAIN},DNS:*.{NAMESPACE}.svc"))?;
         let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
-        let (ca_pem, route_certificate, route_key) = (read(&ca)?, read(&route_cert)?, read(&route_key)?);
+        let (ca_pem, route_certificate, route_key_path) = (read(&ca)?, read(&route_cert)?, route_key);
+        let route_key = read(&route_key_path)?;
         let (ecdsa_route_certificate, ecdsa_route_key) = (read(&ecdsa_cert)?, read(&ecdsa_key)?);
         let (own_route_certificate, own_route_key) = (read(&own_cert)?, read(&own_key)?);
         let default_pem = dir.join("default.pem");
@@ -70,7 +75,9 @@ impl Pki {
             .context("writing the default certificate")?;
         Ok(Pki {
             ca,
+            ca_key,
             ca_pem,
+            route_key_file: route_key_path,
             route_certificate,
             route_key,
             ecdsa_route_certificate,

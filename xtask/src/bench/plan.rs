@@ -19,6 +19,14 @@ pub const EXTRA_TIME_BUDGET: Duration = Duration::from_secs(120);
 pub const IDLE_WAIT: Duration = Duration::from_secs(10);
 /// Route changes in the churn scenario.
 pub const CHURN_CHANGES: usize = 50;
+/// Route changes in the churn of the 100,000-route group (issue targets: p50 and max over 200 changes).
+pub const SCALE_CHURN_CHANGES: usize = 200;
+/// The plain HTTP route set of the scale group, run only when named (`--only http-100000`): HAProxy needs
+/// about 18 s and 4 GB to start on it, and its reloads during the churn as long each.
+pub const SCALE_ROUTES: usize = 100_000;
+/// The mixed set of the scale groups (`--only tls-40000`): 10,000 routes of each kind, every TLS one with a
+/// certificate of its own.
+pub const SCALE_MIXED_ROUTES: usize = 40_000;
 
 /// Routes of each kind in a mixed TLS group (HTTP, edge, reencrypt, passthrough: the "1k http + 1k edge
 /// + 1k passthrough" set of docs/benchmarking.md §11, plus 1k reencrypt; §3).
@@ -31,12 +39,15 @@ pub struct Group {
     /// A mixed TLS set (`routes / 4` of each kind) instead of plain HTTP routes.
     pub tls: Option<TlsGroup>,
     pub scenarios: Vec<Scenario>,
-    pub churn: bool,
+    /// Route additions under load after the scenarios (0: none).
+    pub churn_changes: usize,
     pub lifecycle: bool,
     /// Both proxies log every request to a local syslog listener (OpenShift's access log, httplog lines at info).
     pub access_log: bool,
     /// Worker threads of both proxies (1: each on the proxy CPU; more: both on every CPU).
     pub threads: u32,
+    /// Left out of a run unless `--only` names it in full (too long or too large for every bench).
+    pub on_request: bool,
 }
 
 impl Group {
@@ -67,9 +78,10 @@ pub struct Plan {
 
 impl Plan {
     /// Keeps the groups `only` names (a name or a prefix of one before `-`: `http` is every HTTP group); all when
-    /// `only` is empty. Fails on a name that selects nothing.
+    /// `only` is empty. A group run on request only is kept when named in full. Fails on a name that selects nothing.
     pub fn select(mut self, only: &[String]) -> anyhow::Result<Plan> {
         if only.is_empty() {
+            self.groups.retain(|group| !group.on_request);
             return Ok(self);
         }
         let picks = |name: &str| only.iter().any(|want| picks_one(name, want));
@@ -80,7 +92,10 @@ impl Plan {
         if let Some(unknown) = only.iter().find(|want| !names.iter().any(|name| picks_one(name, want))) {
             anyhow::bail!("--only {unknown}: no such group in this run (groups: {})", names.join(", "));
         }
-        self.groups.retain(|group| picks(&group.name()));
+        self.groups.retain(|group| match group.on_request {
+            true => only.iter().any(|want| *want == group.name()),
+            false => picks(&group.name()),
+        });
         if !picks(XDP_GROUP) {
             self.xdp = None;
         }
@@ -152,6 +167,8 @@ pub struct TlsGroup {
     pub resumption: bool,
     /// The key of the edge and reencrypt routes' certificate.
     pub key: CertKey,
+    /// Every edge and reencrypt route with a certificate of its own (RSA-2048), instead of one shared by all.
+    pub own_certificates: bool,
 }
 
 pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
@@ -171,10 +188,11 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
             routes: 10,
             tls: None,
             scenarios: vec![scenario(Load::SameUrl, 10, &[Direct, H, R], secs(2), 64)],
-            churn: false,
+            churn_changes: 0,
             lifecycle: false,
             access_log: false,
             threads: 1,
+            on_request: false,
         };
         return Plan { groups: vec![group, logged_group(secs(2))], xdp: None };
     }
@@ -223,59 +241,87 @@ pub fn plan(quick: bool, h2load: bool, xdp_mode: XdpMode) -> Plan {
     let full = vec![scenario(Load::EdgeFullHandshake, 40, &tls_all, secs(3), 64)];
     // The same with an ECDSA P-256 route certificate (no direct pod: the pods serve RSA).
     let full_ecdsa = vec![scenario(Load::EdgeFullHandshakeEcdsa, 40, &tls_proxies, secs(3), 64)];
-    let http = |routes, scenarios, churn| Group {
+    let http = |routes, scenarios, churn_changes| Group {
         routes,
         tls: None,
         scenarios,
-        churn,
+        churn_changes,
         lifecycle: true,
         access_log: false,
         threads: 1,
+        on_request: false,
     };
     // ROUTER_THREADS=2 against nbthread 2, both proxies free to use both CPUs (the load and the pods share CPU 0).
     let two_threads = Scenario { threads: 2, ..scenario(Load::SameUrl, 10, &proxies, secs(8), 64) };
-    let groups = vec![
-        http(10, ten, false),
+    let mut groups = vec![
+        http(10, ten, 0),
         logged_group(secs(8)),
-        http(1000, thousand, false),
-        http(10_000, ten_thousand, true),
+        http(1000, thousand, 0),
+        http(10_000, ten_thousand, CHURN_CHANGES),
         Group {
             routes: mixed,
-            tls: Some(TlsGroup { resumption: true, key: CertKey::Rsa2048 }),
+            tls: Some(TlsGroup { resumption: true, key: CertKey::Rsa2048, own_certificates: false }),
             scenarios: tls,
-            churn: false,
+            churn_changes: 0,
             lifecycle: true,
             access_log: false,
             threads: 1,
+            on_request: false,
         },
         Group {
             routes: 40,
-            tls: Some(TlsGroup { resumption: false, key: CertKey::Rsa2048 }),
+            tls: Some(TlsGroup { resumption: false, key: CertKey::Rsa2048, own_certificates: false }),
             scenarios: full,
-            churn: false,
+            churn_changes: 0,
             lifecycle: false,
             access_log: false,
             threads: 1,
+            on_request: false,
         },
         Group {
             routes: 40,
-            tls: Some(TlsGroup { resumption: false, key: CertKey::EcdsaP256 }),
+            tls: Some(TlsGroup { resumption: false, key: CertKey::EcdsaP256, own_certificates: false }),
             scenarios: full_ecdsa,
-            churn: false,
+            churn_changes: 0,
             lifecycle: false,
             access_log: false,
             threads: 1,
+            on_request: false,
         },
         Group {
             routes: 10,
             tls: None,
             scenarios: vec![two_threads],
-            churn: false,
+            churn_changes: 0,
             lifecycle: false,
             access_log: false,
             threads: 2,
+            on_request: false,
         },
     ];
+    // 100,000 routes: same URL and random path (HAProxy's runs as long as the others'; its map lookups are not
+    // capped), start, memory and 200 route changes.
+    let scale = vec![
+        scenario(Load::SameUrl, SCALE_ROUTES, &proxies, secs(8), 64),
+        scenario(Load::RandomPath, SCALE_ROUTES, &proxies, secs(8), 64),
+    ];
+    groups.push(Group { on_request: true, ..http(SCALE_ROUTES, scale, SCALE_CHURN_CHANGES) });
+    // 40,000 mixed routes (10,000 of each kind), every edge and reencrypt route with its own certificate.
+    let scale_mixed = vec![
+        scenario(Load::SameUrl, SCALE_MIXED_ROUTES, &proxies, secs(8), 64),
+        scenario(Load::RandomPath, SCALE_MIXED_ROUTES, &proxies, secs(8), 64),
+        scenario(Load::EdgeKeepAlive, SCALE_MIXED_ROUTES, &proxies, secs(4), 64),
+    ];
+    groups.push(Group {
+        routes: SCALE_MIXED_ROUTES,
+        tls: Some(TlsGroup { resumption: true, key: CertKey::Rsa2048, own_certificates: true }),
+        scenarios: scale_mixed,
+        churn_changes: SCALE_CHURN_CHANGES,
+        lifecycle: true,
+        access_log: false,
+        threads: 1,
+        on_request: true,
+    });
     Plan { groups, xdp: Some(XdpPlan { mode: xdp_mode, ..XdpPlan::default() }) }
 }
 
@@ -295,10 +341,11 @@ fn logged_group(duration: Duration) -> Group {
         routes: 10,
         tls: None,
         scenarios: vec![scenario],
-        churn: false,
+        churn_changes: 0,
         lifecycle: false,
         access_log: true,
         threads: 1,
+        on_request: false,
     }
 }
 
@@ -328,6 +375,8 @@ mod tests {
                 "tls-full-40",
                 "tls-full-ecdsa-40",
                 "threads2-10",
+                "http-100000",
+                "tls-40000",
                 "xdp"
             ]
         );
@@ -345,6 +394,10 @@ mod tests {
         assert_eq!(only(&["tls-full"]).expect("full"), ["tls-full-40", "tls-full-ecdsa-40"]);
         assert_eq!(only(&[]).expect("all").len(), 9);
         assert_eq!(only(&["threads2"]).expect("threads"), ["threads2-10"]);
+        assert_eq!(only(&["http-100000"]).expect("scale"), ["http-100000"], "named in full");
+        assert_eq!(only(&["http-10", "http-100000"]).expect("both"), ["http-10", "http-100000"]);
+        assert_eq!(only(&["tls-40000"]).expect("scale mixed"), ["tls-40000"]);
+        assert!(!only(&["tls"]).expect("tls").contains(&"tls-40000".to_string()), "not by its prefix");
         assert!(only(&["htt"]).is_err());
         assert!(only(&["udp"]).is_err());
         assert!(plan(true, true, XdpMode::Skb).xdp.is_none(), "--quick has no XDP group");

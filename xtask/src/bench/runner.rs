@@ -16,6 +16,7 @@ use super::plan::Group;
 use super::process::{self, wait_until};
 use super::proxies::{haproxy_options, Haproxy, Router, RouterRun, TlsProvider};
 use super::results::{Lifecycle, Negotiated, Outcome, ScenarioResult};
+use super::route_certificates;
 use super::routes::{give_own_certificate, write_manifests, BenchRoute, RouteSet, Termination};
 use super::scenario::{Contender, Load};
 use super::stage::Stage;
@@ -63,6 +64,10 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         ),
     };
     let http3 = group.scenarios.iter().any(|scenario| scenario.load == Load::EdgeHttp3);
+    if group.tls.is_some_and(|tls| tls.own_certificates) {
+        println!("bench:   a certificate for each edge and reencrypt route");
+        route_certificates::give_each_its_own(&mut set, &stage.pki)?;
+    }
     if group.scenarios.iter().any(|scenario| scenario.load == Load::EdgeHttp2) {
         // The router (as OpenShift's) offers h2 only on a certificate exactly one route uses; HAProxy gets it too.
         give_own_certificate(&mut set, Termination::Edge, stage.pki.own_route_tls());
@@ -180,11 +185,11 @@ pub fn run_group(stage: &Stage, meter: &mut Meter, group: &Group, outcome: &mut 
         }
     }
     outcome.results.extend(results);
-    if group.churn {
-        let churn = churn::churn_haproxy(stage, meter, &set, &mut proxies.haproxy)?;
+    if group.churn_changes > 0 {
+        let churn = churn::churn_haproxy(stage, meter, &set, &mut proxies.haproxy, group.churn_changes)?;
         outcome.churn.push(churn);
         let router = proxies.router.as_ref().context("route churn without a router")?;
-        let churn = churn::churn_router(stage, meter, &set, router, &manifest_dir)?;
+        let churn = churn::churn_router(stage, meter, &set, router, &manifest_dir, group.churn_changes)?;
         outcome.churn.push(churn);
     }
     Ok(())

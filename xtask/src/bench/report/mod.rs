@@ -20,7 +20,7 @@ use anyhow::Context as _;
 pub use paths::ShownPaths;
 pub use tables::summary_table;
 
-use super::plan::{CHURN_CHANGES, EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
+use super::plan::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
 use super::results::xdp::XdpStatus;
 use super::results::{Outcome, Sample};
 use super::scenario::FIXED_RATE;
@@ -208,7 +208,7 @@ fn markdown(outcome: &Outcome, stamp: &str, svg_name: &str, paths: &ShownPaths) 
     if !churn.is_empty() {
         let _ = writeln!(
             out,
-            "\n## Route churn under load ({CHURN_CHANGES} route additions; HAProxy: rewrite config + maps, reload with `-x` \
+            "\n## Route churn under load (route additions, the number planned in the table; HAProxy: rewrite config + maps, reload with `-x` \
              socket transfer and `-sf`; router: one more manifest file, written by rename)\n"
         );
         out.push_str(&churn);

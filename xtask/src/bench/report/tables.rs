@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use super::super::numbers::thousands;
-use super::super::plan::CHURN_CHANGES;
 use super::super::results::{Outcome, Sample, ScenarioResult};
 use super::super::scenario::{Contender, Load};
 use super::super::stats::quantile;
@@ -179,15 +178,17 @@ pub fn churn_table(outcome: &Outcome) -> String {
     for churn in &outcome.churn {
         let mut sorted = churn.latencies_ms.clone();
         sorted.sort_unstable_by(f64::total_cmp);
+        // No change went live in time (HAProxy reloading 100,000 routes): no latency to show.
+        let latencies = match sorted.last() {
+            Some(max) => format!("{:.0} / {:.0} / {max:.0}", quantile(&sorted, 0.5), quantile(&sorted, 0.99)),
+            None => "-".to_string(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} / {:.0} / {:.0} | {} | {} ({} + {}) | {} | {:.0} | {} |",
+            "| {} | {} | {} | {latencies} | {} | {} ({} + {}) | {} | {:.0} | {} |",
             churn.contender.label(),
             thousands(churn.routes),
             churn.changes,
-            quantile(&sorted, 0.5),
-            quantile(&sorted, 0.99),
-            sorted.last().copied().unwrap_or(f64::NAN),
             churn.timeouts,
             churn.non_2xx + churn.socket_errors,
             churn.non_2xx,
@@ -203,7 +204,7 @@ pub fn churn_table(outcome: &Outcome) -> String {
             "\n{} churn stopped after {} of {} changes: {}.",
             churn.contender.label(),
             churn.changes,
-            CHURN_CHANGES,
+            churn.planned,
             churn.stopped.as_deref().unwrap_or("")
         );
     }

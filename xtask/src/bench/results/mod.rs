@@ -89,6 +89,8 @@ pub struct Lifecycle {
 pub struct Churn {
     pub contender: Contender,
     pub routes: usize,
+    /// Changes the plan asked for.
+    pub planned: usize,
     pub changes: usize,
     /// From the start of writing the change until the new route answered 200, per change.
     pub latencies_ms: Vec<f64>,
@@ -100,7 +102,7 @@ pub struct Churn {
     pub seconds: f64,
     /// Most HAProxy processes alive at once (old ones finishing their connections).
     pub max_processes: usize,
-    /// Why the churn stopped before `CHURN_CHANGES` changes.
+    /// Why the churn stopped before `planned` changes.
     pub stopped: Option<String>,
     pub command: String,
 }
