@@ -39,6 +39,9 @@ enum Command {
     /// Assemble the image's minimal root filesystem (release binary, its shared objects, /etc files) without a
     /// container engine; the Containerfile copies the same tree onto scratch.
     Image(image::ImageArgs),
+    /// The bench's hostile clients (slowloris and non-reading connections), started by `bench` beside a load.
+    #[command(hide = true)]
+    HostileClients(bench::HostileArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -51,6 +54,7 @@ fn main() -> anyhow::Result<()> {
             bench::run(&args)
         }
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::HostileClients(args) => bench::run_hostile_clients(&args),
         Command::Image(args) => image::run(&args),
     }
 }

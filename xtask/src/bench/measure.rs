@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::backend::{HUGE_PATH, LARGE_PATH};
 use super::h3load::H3load;
+use super::hostile::HostileClients;
 use super::loadgen::{H2load, LatencyOutput, Wrk, CLIENT_CPU};
 use super::machine::{wait_for_idle, CpuBusy};
 use super::plan::{EXTRA_TIME_BUDGET, IDLE_WAIT, NOISE_LIMIT};
@@ -106,6 +107,15 @@ impl Meter {
         let run = load_run(stage, scenario, endpoint);
         let duration = scenario.duration;
         let watch = Watch { proxy_pid: endpoint.proxy_pid, ours, check_noise };
+        if scenario.load == Load::FixedRateHostile {
+            let host = endpoint.host.as_deref().unwrap_or_default();
+            // They stay through the load's warm-up, run and slack.
+            let seconds = duration.as_secs() + 20;
+            let start = || HostileClients::start(&stage.work, endpoint.addr, host, LARGE_PATH, seconds);
+            let (sample, command, hostile) = self.measure_with(&watch, start, || run.measure(rep, duration))?;
+            hostile.finish();
+            return Ok((sample, command));
+        }
         let (sample, command, ()) = self.measure_with(&watch, || Ok(()), || run.measure(rep, duration))?;
         Ok((sample, command))
     }
@@ -201,7 +211,7 @@ fn load_run(stage: &Stage, scenario: &Scenario, endpoint: &Endpoint) -> LoadRun 
     if !load.is_tls() {
         let path = if load == Load::Bulk { LARGE_PATH } else { "/" };
         let url = format!("http://{}{path}", endpoint.addr);
-        if load == Load::FixedRate {
+        if matches!(load, Load::FixedRate | Load::FixedRateHostile) {
             let log = stage.work.join("h2load.log");
             return LoadRun::H2load(H2load::fixed_rate(
                 url,

@@ -26,6 +26,7 @@ mod backend;
 mod churn;
 mod h3load;
 mod haproxy;
+mod hostile;
 mod interrupt;
 mod loadgen;
 mod machine;
@@ -54,6 +55,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 
 use crate::cargo::{cargo, workspace_root};
+pub use hostile::{run as run_hostile_clients, HostileArgs};
 use machine::MachineInfo;
 use measure::Meter;
 use numbers::thousands;

@@ -42,6 +42,8 @@ pub enum Load {
     Bulk,
     /// h2load, HTTP/1.1 keep-alive at a fixed total rate.
     FixedRate,
+    /// `FixedRate` with slowloris and non-reading clients connected beside it (`hostile.rs`).
+    FixedRateHostile,
     /// wrk over TLS to the edge route, keep-alive.
     EdgeKeepAlive,
     /// wrk over TLS to the edge route, `Connection: close`: a handshake per request, sessions resumed.
@@ -73,9 +75,12 @@ impl Load {
     /// The kind of route the load is sent to.
     pub fn termination(self) -> Termination {
         match self {
-            Load::SameUrl | Load::RandomPath | Load::ConnectionPerRequest | Load::Bulk | Load::FixedRate => {
-                Termination::Http
-            }
+            Load::SameUrl
+            | Load::RandomPath
+            | Load::ConnectionPerRequest
+            | Load::Bulk
+            | Load::FixedRate
+            | Load::FixedRateHostile => Termination::Http,
             Load::EdgeKeepAlive
             | Load::EdgeResumed
             | Load::EdgeFullHandshake
@@ -127,6 +132,12 @@ impl Scenario {
             Load::ConnectionPerRequest => "HTTP connection per request".to_string(),
             Load::Bulk => "HTTP keep-alive, 1 MiB body".to_string(),
             Load::FixedRate => format!("HTTP keep-alive at {}k requests/s", FIXED_RATE / 1000),
+            Load::FixedRateHostile => format!(
+                "HTTP keep-alive at {}k requests/s beside {} slowloris and {} non-reading clients",
+                FIXED_RATE / 1000,
+                thousands(super::hostile::SLOWLORIS),
+                thousands(super::hostile::NON_READERS)
+            ),
             Load::EdgeKeepAlive => "edge TLS keep-alive".to_string(),
             Load::EdgeResumed => "edge TLS new connections, resumed handshakes".to_string(),
             Load::EdgeFullHandshake => "edge TLS new connections, full handshakes".to_string(),

@@ -101,7 +101,7 @@ pub fn svg(outcome: &Outcome, stamp: &str) -> String {
     let peak: Vec<&ScenarioResult> = outcome
         .results
         .iter()
-        .filter(|r| !matches!(r.scenario.load, Load::FixedRate | Load::PassthroughBulk))
+        .filter(|r| !matches!(r.scenario.load, Load::FixedRate | Load::FixedRateHostile | Load::PassthroughBulk))
         .filter(|r| r.scenario.contenders.iter().any(|c| r.samples.contains_key(c)))
         .collect();
     let bars =

@@ -45,7 +45,11 @@ pub fn summary_table(outcome: &Outcome) -> String {
 }
 
 pub fn fixed_rate_table(outcome: &Outcome) -> String {
-    let rows: Vec<&ScenarioResult> = outcome.results.iter().filter(|r| r.scenario.load == Load::FixedRate).collect();
+    let rows: Vec<&ScenarioResult> = outcome
+        .results
+        .iter()
+        .filter(|r| matches!(r.scenario.load, Load::FixedRate | Load::FixedRateHostile))
+        .collect();
     if rows.is_empty() {
         return if outcome.h2load {
             String::new()

@@ -58,6 +58,22 @@ pub fn targets(outcome: &Outcome) -> String {
             mark(sorted.last().is_some_and(|max| *max < 100.0) && churn.timeouts == 0)
         );
     }
+    if let (Some(quiet), Some(hostile)) = (find(Load::FixedRate, 10), find(Load::FixedRateHostile, 10)) {
+        for contender in [Contender::Haproxy, Contender::Router] {
+            let p99 = |r| summary(r, contender, |s| Some(s.p99_ms)).map(|s| s.median);
+            let (Some(before), Some(beside)) = (p99(quiet), p99(hostile)) else { continue };
+            let failed = summary(hostile, contender, |s| Some(s.errors as f64)).map_or(0.0, |s| s.max);
+            let _ = writeln!(
+                out,
+                "- {}: p99 at {}k requests/s beside hostile clients within 2 x of without them, no failed request: \
+                 {before:.2} -> {beside:.2} ms ({:.2} x), {failed:.0} failed: {}",
+                contender.label(),
+                super::super::scenario::FIXED_RATE / 1000,
+                beside / before,
+                mark(beside <= 2.0 * before && failed == 0.0)
+            );
+        }
+    }
     let rss = |c| outcome.lifecycle.iter().find(|l| l.contender == c && l.routes == 10_000).map(|l| l.rss_loaded_kib);
     if let (Some(h), Some(r)) = (rss(Contender::Haproxy), rss(Contender::Router)) {
         let _ = writeln!(
