@@ -12,13 +12,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use super::loadgen::CLIENT_CPU;
-use super::measure::Beside;
+use super::beside::Beside;
 use super::process::{log_tail, wait_until, Proc};
+use super::scenario::{NON_READERS, SLOWLORIS};
 
-/// Connections of each kind (the issue asks 10,000 of each; a proxy holds a client and a pod connection per
-/// non-reader, and this machine's hard limit of open files, 20,000 per process, bounds all of them).
-pub const SLOWLORIS: usize = 3_000;
-pub const NON_READERS: usize = 3_000;
 /// How long the clients may take to open their connections before the run is given up.
 const OPEN_LIMIT: Duration = Duration::from_secs(30);
 /// The line the clients print once every connection is open.

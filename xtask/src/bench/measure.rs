@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::backend::{HUGE_PATH, LARGE_PATH};
+use super::beside::Beside;
 use super::h3load::H3load;
 use super::hostile::HostileClients;
 use super::loadgen::{H2load, LatencyOutput, Wrk, CLIENT_CPU};
@@ -285,18 +286,6 @@ pub struct Watch {
     /// Rerun when other processes took noticeable CPU; off where the kernel does the proxy's work in kworker
     /// threads (a sockmap relay), which cannot be told apart from other processes'.
     pub check_noise: bool,
-}
-
-/// What runs beside the load during a measured run (a SYN flood), on the load's CPU; its CPU is the bench's own,
-/// not noise.
-pub trait Beside {
-    fn pids(&self) -> Vec<u32>;
-}
-
-impl Beside for () {
-    fn pids(&self) -> Vec<u32> {
-        Vec::new()
-    }
 }
 
 impl LoadRun {

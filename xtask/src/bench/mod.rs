@@ -23,6 +23,7 @@
 //! repetition (order rotated per repetition), so ratios come from the same minutes of the same machine.
 
 mod backend;
+mod beside;
 mod churn;
 mod h3load;
 mod haproxy;

@@ -8,6 +8,11 @@ use super::routes::Termination;
 
 /// Total rate of the fixed-rate latency runs (docs/benchmarking.md §2: 20k requests/s).
 pub const FIXED_RATE: u32 = 20_000;
+/// Hostile connections of each kind beside `Load::FixedRateHostile` (the issue asks 10,000 of each; a proxy holds
+/// a client and a pod connection per non-reader, and this machine's hard limit of open files, 20,000 per process,
+/// bounds all of them).
+pub const SLOWLORIS: usize = 3_000;
+pub const NON_READERS: usize = 3_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Contender {
@@ -135,8 +140,8 @@ impl Scenario {
             Load::FixedRateHostile => format!(
                 "HTTP keep-alive at {}k requests/s beside {} slowloris and {} non-reading clients",
                 FIXED_RATE / 1000,
-                thousands(super::hostile::SLOWLORIS),
-                thousands(super::hostile::NON_READERS)
+                thousands(SLOWLORIS),
+                thousands(NON_READERS)
             ),
             Load::EdgeKeepAlive => "edge TLS keep-alive".to_string(),
             Load::EdgeResumed => "edge TLS new connections, resumed handshakes".to_string(),
