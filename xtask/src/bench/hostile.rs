@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-use super::loadgen::CLIENT_CPU;
 use super::beside::Beside;
+use super::loadgen::CLIENT_CPU;
 use super::process::{log_tail, wait_until, Proc};
 use super::scenario::{NON_READERS, SLOWLORIS};
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::super::loadgen::{shell_line, CLIENT_CPU};
 use super::super::beside::Beside;
+use super::super::loadgen::{shell_line, CLIENT_CPU};
 use super::super::netns::NetNs;
 use super::super::process::{log_tail, Proc};
 use super::super::results::xdp::FloodSent;
