@@ -13,7 +13,7 @@ mod single_label_tests;
 mod tls_conflict_tests;
 mod validation;
 
-use crate::model::{ObjectKey, Route, Snapshot};
+use crate::model::{same_conditions, ObjectKey, Route, Snapshot};
 
 pub use dns1123::is_dns1123_subdomain;
 pub use host::{effective_host, in_domain_list, serves_subdomain, wildcard_domain};
@@ -79,6 +79,11 @@ impl Admitted<'_> {
 
     pub fn namespace(&self) -> &str {
         &self.key.namespace
+    }
+
+    /// Whether both routes ask the same of a request beyond host and path (see `RequestMatch`).
+    pub fn same_conditions(&self, other: &Admitted<'_>) -> bool {
+        same_conditions(self.route.spec.request_match.as_deref(), other.route.spec.request_match.as_deref())
     }
 }
 

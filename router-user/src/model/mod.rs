@@ -12,6 +12,7 @@ mod local_service;
 mod null_as_default;
 mod object_key;
 mod objects;
+mod request_match;
 mod route;
 mod snapshot;
 mod stored;
@@ -24,6 +25,7 @@ pub use local_service::{Family, LocalService, NodePortSpec};
 pub use null_as_default::null_as_default;
 pub use object_key::ObjectKey;
 pub use objects::Objects;
+pub use request_match::{same_conditions, MatchOrigin, RequestConditions, RequestMatch, ValueCondition};
 pub use route::*;
 pub use snapshot::Snapshot;
 pub use stored::{

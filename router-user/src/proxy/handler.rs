@@ -53,7 +53,7 @@ use crate::metrics::{Frontend, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
-use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
+use crate::table::{normalize_request_host, Backend, HttpAction, RequestFacts, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN); `h3` for
 /// HTTP/3, which the OpenShift router does not serve.
@@ -267,7 +267,13 @@ impl HttpProxy {
         let host = normalize_request_host(&raw_host).into_owned();
         let table = self.table.load();
         let rules = if connection.is_tls() { &table.https } else { &table.http };
-        let Some(backend) = rules.lookup(&host, request.uri().path()).cloned() else {
+        let facts = RequestFacts {
+            path: request.uri().path(),
+            method: request.method(),
+            headers: request.headers(),
+            query: request.uri().query(),
+        };
+        let Some(backend) = rules.lookup_request(&host, &facts).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
             return unrouted(self.no_route());
         };

@@ -1,10 +1,13 @@
 //! HTTPRoutes as routes: one route per hostname, rule and match, named `<httproute>-httproute-<rule>-<match>-
-//! <hostname>`. What a route can express is served: `PathPrefix` matches, backends with weights, the
+//! <hostname>`. What a route can express is served: the matches of `matches` (path prefixes, and exact paths,
+//! methods, headers and query parameters as conditions the route carries), backends with weights, the
 //! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`),
 //! `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) and a `RequestRedirect` to https on an HTTP
-//! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host and path on an HTTPS listener). A
-//! match the router cannot express (Exact or regular-expression paths, headers, query parameters, methods) is
-//! left out; a rule with a filter it cannot express is left out whole; each is reported.
+//! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host, path and conditions on an HTTPS
+//! listener). A match the router cannot express (a regular-expression path) is left out; a rule with a filter it
+//! cannot express is left out whole; each is reported.
+
+use std::sync::Arc;
 
 use kube::ResourceExt;
 
@@ -14,9 +17,11 @@ use super::attach::Attaching;
 use super::backends::{backends, Backends};
 use super::forward::Forward;
 use super::listeners::{Carrier, GatewayListeners};
+use super::matches::{plan_match, MatchPlan};
 use super::parents::attach_to_parents;
 use super::translation::{Draft, Redirect, Translation};
-use crate::model::{ObjectKey, RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader, Snapshot};
+use crate::model::{MatchOrigin, ObjectKey, RequestMatch, Snapshot};
+use crate::model::{RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader};
 
 /// What a served rule does.
 enum Action {
@@ -24,9 +29,9 @@ enum Action {
     RedirectToHttps,
 }
 
-/// A rule as the router serves it: its path prefixes (by match index) and its action.
+/// A rule as the router serves it: its matches (by match index) and its action.
 struct RulePlan {
-    paths: Vec<(usize, String)>,
+    matches: Vec<(usize, MatchPlan)>,
     action: Action,
 }
 
@@ -56,12 +61,22 @@ pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot:
             for host in &attachment.hostnames {
                 for (rule, plan) in plans.iter().enumerate() {
                     let Some(plan) = plan else { continue };
-                    for (index, path) in &plan.paths {
+                    for (index, matched) in &plan.matches {
                         let name = format!("{}-httproute-{rule}-{index}-{}", key.name, host.replace('*', "wildcard"));
                         let piece_key = ObjectKey::new(&namespace, name);
                         match (&plan.action, &attachment.listener.carrier) {
                             (Action::Forward(forward), carrier) => {
                                 let draft = out.drafts.entry(piece_key.clone()).or_insert_with(|| {
+                                    let origin = MatchOrigin {
+                                        namespace: namespace.clone(),
+                                        name: key.name.clone(),
+                                        rule,
+                                        index: *index,
+                                    };
+                                    let conditions = &matched.conditions;
+                                    let request_match = (!conditions.is_empty())
+                                        .then(|| Arc::new(RequestMatch { conditions: conditions.clone(), origin }));
+                                    let path = (matched.path.as_str(), request_match);
                                     Draft::http(route, &piece_key, host, path, forward, (rule, *index))
                                 });
                                 match carrier {
@@ -79,7 +94,7 @@ pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot:
                                 route: (RouteKind::HTTPRoute, key.clone()),
                                 parent,
                                 host: host.clone(),
-                                path: path.clone(),
+                                matched: matched.clone(),
                             }),
                             (Action::RedirectToHttps, _) => push_once(
                                 &mut outcome.unsupported,
@@ -117,16 +132,16 @@ fn plan(
     };
     let default_match = [HTTPRouteMatch::default()];
     let matches = if rule.matches.is_empty() { &default_match[..] } else { &rule.matches };
-    let mut paths = Vec::new();
+    let mut served = Vec::new();
     for (match_index, one) in matches.iter().enumerate() {
-        match path_prefix(one) {
-            Ok(path) => paths.push((match_index, path)),
+        match plan_match(one) {
+            Ok(matched) => served.push((match_index, matched)),
             Err(what) => {
                 unsupported.push(Problem::new("UnsupportedValue", format!("rule {index} match {match_index}: {what}")));
             }
         }
     }
-    if paths.is_empty() {
+    if served.is_empty() {
         return None;
     }
     let mut forward = Forward {
@@ -145,7 +160,7 @@ fn plan(
         if !rule.backend_refs.is_empty() || !forward.request_headers.is_empty() || forward.rewrite_target.is_some() {
             return refuse(unsupported, "a RequestRedirect with other filters or backendRefs".into());
         }
-        return Some(RulePlan { paths, action: Action::RedirectToHttps });
+        return Some(RulePlan { matches: served, action: Action::RedirectToHttps });
     }
     let (chosen, problems) = backends(namespace, &rule.backend_refs, snapshot);
     for problem in problems {
@@ -155,28 +170,7 @@ fn plan(
         Ok(backends) => forward.backends = backends,
         Err(problem) => return refuse(unsupported, problem.message),
     }
-    Some(RulePlan { paths, action: Action::Forward(forward) })
-}
-
-/// The route path of a match: a `PathPrefix` value without its trailing slash (the Gateway API matches
-/// `/a/` as `/a`); `Err` names what cannot be expressed.
-fn path_prefix(one: &HTTPRouteMatch) -> Result<String, String> {
-    if !one.headers.is_empty() {
-        return Err("header matches are not served".into());
-    }
-    if !one.query_params.is_empty() {
-        return Err("query parameter matches are not served".into());
-    }
-    if one.method.is_some() {
-        return Err("method matches are not served".into());
-    }
-    let kind = one.path.as_ref().and_then(|p| p.kind.as_deref()).unwrap_or("PathPrefix");
-    let value = one.path.as_ref().and_then(|p| p.value.as_deref()).unwrap_or("/");
-    if kind != "PathPrefix" {
-        return Err(format!("{kind} path matches are not served"));
-    }
-    let trimmed = value.trim_end_matches('/');
-    Ok(if trimmed.is_empty() { "/".into() } else { trimmed.into() })
+    Some(RulePlan { matches: served, action: Action::Forward(forward) })
 }
 
 fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut bool) -> Result<(), String> {

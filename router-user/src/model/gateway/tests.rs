@@ -63,7 +63,7 @@ fn parent(snapshot: &Snapshot, name: &str, index: usize) -> ParentOutcome {
 }
 
 #[test]
-fn rules_become_routes_with_weights_headers_and_rewrites() {
+fn rules_become_routes_with_weights_headers_rewrites_and_conditions() {
     let mut snapshot = snapshot();
     http_route(
         &mut snapshot,
@@ -79,14 +79,15 @@ fn rules_become_routes_with_weights_headers_and_rewrites() {
                 ],
                 "backendRefs": [{"name": "web", "port": 80, "weight": 3000}, {"name": "web", "port": 80, "weight": 1000}]
             }, {
-                "matches": [{"headers": [{"name": "x", "value": "y"}]}],
+                "matches": [{"headers": [{"name": "X", "value": "y"}], "method": "PUT"}, {"path": {"type": "RegularExpression", "value": "/r.*"}}],
                 "backendRefs": [{"name": "web", "port": 80}]
             }]
         }),
     );
     add_gateway_routes(&mut snapshot, CLASS);
-    assert_eq!(snapshot.routes.len(), 1, "{:?}", snapshot.routes.keys().collect::<Vec<_>>());
+    assert_eq!(snapshot.routes.len(), 3, "{:?}", snapshot.routes.keys().collect::<Vec<_>>());
     let made = route(&snapshot, "shop-httproute-0-0-shop.example.com");
+    assert!(made.spec.request_match.is_none(), "a path prefix alone needs no conditions");
     assert_eq!(made.spec.host.as_deref(), Some("shop.example.com"));
     assert_eq!(made.spec.path.as_deref(), Some("/api"), "the trailing slash is dropped");
     assert!(made.spec.tls.is_none(), "an HTTP listener only: plain");
@@ -102,12 +103,28 @@ fn rules_become_routes_with_weights_headers_and_rewrites() {
     let outcome = parent(&snapshot, "shop", 0);
     assert_eq!(outcome.attached, Ok(()));
     let reported: Vec<&str> = outcome.unsupported.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(reported, ["rule 1 match 1: RegularExpression path matches are not served"]);
+    let names: Vec<&str> = outcome.routes.iter().map(|key| key.name.as_str()).collect();
     assert_eq!(
-        reported,
-        ["rule 0 match 1: Exact path matches are not served", "rule 1 match 0: header matches are not served"]
+        names,
+        [
+            "shop-httproute-0-0-shop.example.com",
+            "shop-httproute-0-1-shop.example.com",
+            "shop-httproute-1-0-shop.example.com"
+        ]
     );
-    assert_eq!(outcome.routes, [ObjectKey::new("ns", "shop-httproute-0-0-shop.example.com")]);
     assert_eq!(snapshot.gateway_report.gateways[&ObjectKey::new("ns", "gw")].listeners[0].attached_routes, 1);
+
+    let exact = route(&snapshot, "shop-httproute-0-1-shop.example.com");
+    assert_eq!(exact.spec.path.as_deref(), Some("/x"));
+    let conditions = &exact.spec.request_match.as_ref().expect("an exact path is a condition").conditions;
+    assert!(conditions.exact_path && conditions.headers.is_empty());
+    let with_header = route(&snapshot, "shop-httproute-1-0-shop.example.com");
+    assert_eq!(with_header.spec.path.as_deref(), Some("/"), "no path: every path");
+    let request_match = with_header.spec.request_match.as_ref().expect("conditions");
+    assert_eq!(request_match.conditions.method.as_deref(), Some("PUT"));
+    assert_eq!(request_match.conditions.headers[0].name, "x", "header names lowercased");
+    assert_eq!((request_match.origin.name.as_str(), request_match.origin.rule), ("shop", 1));
 }
 
 #[test]
