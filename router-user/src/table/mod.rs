@@ -10,6 +10,8 @@ mod client_tls;
 mod client_tls_tests;
 mod conditions;
 #[cfg(test)]
+mod conditions_tests;
+#[cfg(test)]
 mod conformance_tests;
 mod endpoints;
 mod host;
