@@ -8,6 +8,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::json;
 
 use super::{build, BuildOptions, RequestFacts, RouteTable};
+use crate::admission::AdmissionSettings;
 use crate::model::{add_gateway_routes, ObjectKey, Route, Snapshot};
 
 const HOST: &str = "x.example.com";
@@ -165,15 +166,23 @@ fn only_routes_asking_the_same_of_a_request_conflict() {
         "spec": {"host": HOST, "path": "/", "to": {"kind": "Service", "name": "web"}}
     }))
     .expect("route");
-    let table = table(&snapshot(&routes, &[plain]));
-    assert_eq!(outcome(&table, "first-httproute-0-0"), Ok(()));
-    assert_eq!(outcome(&table, "same-httproute-0-0"), Err("HostAlreadyClaimed"), "the same header, any case");
-    assert_eq!(outcome(&table, "other-value-httproute-0-0"), Ok(()));
-    assert_eq!(outcome(&table, "exact-httproute-0-0"), Ok(()));
-    assert_eq!(outcome(&table, "prefix-httproute-0-0"), Ok(()));
+    let snapshot = snapshot(&routes, &[plain]);
+    // With wildcard routes allowed, host claims are checked first, as their own step: the same outcomes.
+    let claims = BuildOptions { admission: AdmissionSettings { allow_wildcard_routes: true, ..Default::default() }, ..Default::default() };
+    for table in [table(&snapshot), build(&snapshot, &claims, 1)] {
+        same_conditions_conflict(&table);
+    }
+}
+
+fn same_conditions_conflict(table: &RouteTable) {
+    assert_eq!(outcome(table, "first-httproute-0-0"), Ok(()));
+    assert_eq!(outcome(table, "same-httproute-0-0"), Err("HostAlreadyClaimed"), "the same header, any case");
+    assert_eq!(outcome(table, "other-value-httproute-0-0"), Ok(()));
+    assert_eq!(outcome(table, "exact-httproute-0-0"), Ok(()));
+    assert_eq!(outcome(table, "prefix-httproute-0-0"), Ok(()));
     let plain = table.outcomes.iter().find(|o| o.key.name == "plain").expect("plain");
     assert_eq!(plain.result.as_ref().err().map(|r| r.reason), Some("HostAlreadyClaimed"), "same path, no conditions");
-    assert_eq!(served(&table, "GET", "/", &[]).as_deref(), Some("exact-httproute-0-0"));
-    assert_eq!(served(&table, "GET", "/x", &[("v", "2")]).as_deref(), Some("other-value-httproute-0-0"));
-    assert_eq!(served(&table, "GET", "/x", &[]).as_deref(), Some("prefix-httproute-0-0"));
+    assert_eq!(served(table, "GET", "/", &[]).as_deref(), Some("exact-httproute-0-0"));
+    assert_eq!(served(table, "GET", "/x", &[("v", "2")]).as_deref(), Some("other-value-httproute-0-0"));
+    assert_eq!(served(table, "GET", "/x", &[]).as_deref(), Some("prefix-httproute-0-0"));
 }
