@@ -15,6 +15,7 @@ use router_tests::manifests::{route, service, ManifestDir};
 use router_tests::pki::{PemDir, TestCa};
 use router_tests::tls_client::{client_config, https_get, peer_certificate, tls_connect, Trust};
 use router_tests::{route_outcome, start_tls_router};
+use serde_json::json;
 
 const CLASS: &str = "openshift-router";
 
@@ -205,6 +206,53 @@ async fn httproute_matches_route_by_exact_path_headers_method_and_query_in_prece
     for name in ["matches-httproute-6-0-match.example.com", "legacy"] {
         assert_eq!(route_outcome(&router, "shop", name).await["admitted"], true, "{name}");
     }
+    router.shutdown().await;
+}
+
+/// HTTPRoute `shop/filters` for `filters.example.com`: `/full` to `a` with its path replaced by `/one`, `X-Add: v2`
+/// added to requests and `X-Resp: r` to responses; `/cookie` adding a `Set-Cookie`, which admission refuses.
+const FILTERS: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: filters, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [filters.example.com]
+  rules:
+  - matches: [{path: {value: /full}}]
+    filters:
+    - {type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /one}}}
+    - {type: RequestHeaderModifier, requestHeaderModifier: {add: [{name: X-Add, value: v2}]}}
+    - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: X-Resp, value: r}]}}
+    backendRefs: [{name: a, port: 80}]
+  - matches: [{path: {value: /cookie}}]
+    filters:
+    - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: Set-Cookie, value: "x=1"}]}}
+    backendRefs: [{name: a, port: 80}]
+---
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn httproute_header_adds_append_and_a_full_path_rewrite_replaces_the_path() {
+    let a = TestBackend::start("a").await;
+    let dir = ManifestDir::new();
+    dir.write("services.yaml", &service("shop", "a", &[a.addr]));
+    dir.write("gateway.yaml", &gateway(CLASS));
+    dir.write("httproute.yaml", FILTERS);
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = CLASS.into();
+    let (router, _https) = start_tls_router(settings).await;
+    let mut client = KeepAliveClient::connect(router.http_addr).await;
+
+    let reply = client.get_with("filters.example.com", "/full/two?q=1", &[("x-add", "v1")]).await;
+    assert_eq!((reply.status.as_u16(), reply.backend()), (200, "a"));
+    assert_eq!(reply.report()["path"], "/one?q=1", "the whole path replaced, the query kept");
+    assert_eq!(reply.seen_header("x-add"), ["v1", "v2"], "added after the client's value");
+    let added: Vec<_> = reply.headers.get_all("x-resp").iter().map(|v| v.to_str().unwrap_or("").to_string()).collect();
+    assert_eq!(added, ["r"]);
+
+    let refused = route_outcome(&router, "shop", "filters-httproute-1-0-filters.example.com").await;
+    assert_eq!((&refused["admitted"], &refused["reason"]), (&json!(false), &json!("ExtendedValidationFailed")));
+    assert_eq!(client.get("filters.example.com", "/cookie").await.status, 503);
     router.shutdown().await;
 }
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::null_as_default::null_as_default;
+use super::gateway_filters::GatewayFilters;
 use super::request_match::RequestMatch;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -39,6 +40,10 @@ pub struct RouteSpec {
     #[serde(skip)]
     #[schemars(skip)]
     pub request_match: Option<Arc<RequestMatch>>,
+    /// Not a Route field: what a route made from an HTTPRoute rule does beyond what Route fields express.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub gateway_filters: Option<Arc<GatewayFilters>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -42,7 +42,7 @@ use super::request_trial::RequestTrial;
 use super::response::{
     bad_request, forbidden, gateway_error, misdirected, redirect_to_https, unavailable, ErrorFile, ProxyBody,
 };
-use super::rewrite::{rewrite_headers, rewrite_target};
+use super::rewrite::{replace_full_path, rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, ClientSide, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
@@ -330,7 +330,13 @@ impl HttpProxy {
                     // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
                     headers.insert(header::TE, HeaderValue::from_static("trailers"));
                 }
-                match backend.policy.rewrite_target.as_ref().map(|rule| rewrite_target(request.uri(), rule)) {
+                let policy = &backend.policy;
+                let rewritten = match (&policy.replace_full_path, &policy.rewrite_target) {
+                    (Some(path), _) => Some(replace_full_path(request.uri(), path)),
+                    (None, Some(rule)) => Some(rewrite_target(request.uri(), rule)),
+                    (None, None) => None,
+                };
+                match rewritten {
                     Some(Err(failed)) => {
                         debug!(%host, path = request.uri().path(), "{failed}");
                         gateway_error(StatusCode::INTERNAL_SERVER_ERROR)

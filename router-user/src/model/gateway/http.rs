@@ -1,8 +1,9 @@
 //! HTTPRoutes as routes: one route per hostname, rule and match, named `<httproute>-httproute-<rule>-<match>-
 //! <hostname>`. What a route can express is served: the matches of `matches` (path prefixes, and exact paths,
 //! methods, headers and query parameters as conditions the route carries), backends with weights, the
-//! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`),
-//! `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) and a `RequestRedirect` to https on an HTTP
+//! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`)
+//! and `add` (carried beside the route), `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) or
+//! `ReplaceFullPath` (carried beside the route) and a `RequestRedirect` to https on an HTTP
 //! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host, path and conditions on an HTTPS
 //! listener). A match the router cannot express (a regular-expression path) is left out; a rule with a filter it
 //! cannot express is left out whole; each is reported.
@@ -20,7 +21,7 @@ use super::listeners::{Carrier, GatewayListeners};
 use super::matches::{plan_match, MatchPlan};
 use super::parents::attach_to_parents;
 use super::translation::{Draft, Redirect, Translation};
-use crate::model::{MatchOrigin, ObjectKey, RequestMatch, Snapshot};
+use crate::model::{GatewayFilters, MatchOrigin, ObjectKey, RequestMatch, Snapshot};
 use crate::model::{RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader};
 
 /// What a served rule does.
@@ -149,6 +150,7 @@ fn plan(
         request_headers: Vec::new(),
         response_headers: Vec::new(),
         rewrite_target: None,
+        filters: GatewayFilters::default(),
     };
     let mut redirect = false;
     for filter in &rule.filters {
@@ -157,7 +159,8 @@ fn plan(
         }
     }
     if redirect {
-        if !rule.backend_refs.is_empty() || !forward.request_headers.is_empty() || forward.rewrite_target.is_some() {
+        let changes = !forward.request_headers.is_empty() || forward.rewrite_target.is_some();
+        if !rule.backend_refs.is_empty() || changes || !forward.filters.is_empty() {
             return refuse(unsupported, "a RequestRedirect with other filters or backendRefs".into());
         }
         return Some(RulePlan { matches: served, action: Action::RedirectToHttps });
@@ -175,12 +178,16 @@ fn plan(
 
 fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut bool) -> Result<(), String> {
     match filter.kind.as_str() {
-        "RequestHeaderModifier" => {
-            header_actions(filter.request_header_modifier.as_ref(), &mut forward.request_headers)
-        }
-        "ResponseHeaderModifier" => {
-            header_actions(filter.response_header_modifier.as_ref(), &mut forward.response_headers)
-        }
+        "RequestHeaderModifier" => header_actions(
+            filter.request_header_modifier.as_ref(),
+            &mut forward.request_headers,
+            &mut forward.filters.request_header_adds,
+        ),
+        "ResponseHeaderModifier" => header_actions(
+            filter.response_header_modifier.as_ref(),
+            &mut forward.response_headers,
+            &mut forward.filters.response_header_adds,
+        ),
         "URLRewrite" => {
             let rewrite = filter.url_rewrite.as_ref().ok_or("URLRewrite without its settings")?;
             if rewrite.hostname.is_some() {
@@ -192,6 +199,13 @@ fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut 
                     forward.rewrite_target = Some(path.replace_prefix_match.clone().unwrap_or_else(|| "/".into()));
                     Ok(())
                 }
+                Some(path) if path.kind == "ReplaceFullPath" => match path.replace_full_path.as_deref() {
+                    Some(full) if full.starts_with('/') => {
+                        forward.filters.replace_full_path = Some(full.to_string());
+                        Ok(())
+                    }
+                    other => Err(format!("URLRewrite ReplaceFullPath {other:?} does not start with /")),
+                },
                 Some(path) => Err(format!("URLRewrite {} is not served", path.kind)),
             }
         }
@@ -212,10 +226,20 @@ fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut 
     }
 }
 
-fn header_actions(modifier: Option<&HeaderModifier>, actions: &mut Vec<RouteHttpHeader>) -> Result<(), String> {
+/// A header modifier's `set` and `remove` as route actions, its `add` as values to append.
+fn header_actions(
+    modifier: Option<&HeaderModifier>,
+    actions: &mut Vec<RouteHttpHeader>,
+    adds: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     let Some(modifier) = modifier else { return Ok(()) };
-    if !modifier.add.is_empty() {
-        return Err("header modifier add is not served (set and remove are)".into());
+    for header in &modifier.add {
+        if http::HeaderName::from_bytes(header.name.as_bytes()).is_err()
+            || http::HeaderValue::from_str(&header.value).is_err()
+        {
+            return Err(format!("header modifier add {:?}: not a valid header", header.name));
+        }
+        adds.push((header.name.clone(), header.value.clone()));
     }
     for header in &modifier.set {
         actions.push(RouteHttpHeader {

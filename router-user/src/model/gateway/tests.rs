@@ -128,6 +128,41 @@ fn rules_become_routes_with_weights_headers_rewrites_and_conditions() {
 }
 
 #[test]
+fn header_adds_and_full_path_rewrites_are_carried_beside_the_route() {
+    let mut snapshot = snapshot();
+    http_route(
+        &mut snapshot,
+        "full",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "http"}],
+            "hostnames": ["full.example.com"],
+            "rules": [{
+                "filters": [
+                    {"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [{"name": "X-Add", "value": "1%"}]}},
+                    {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "X-Resp", "value": "r"}]}},
+                    {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/one"}}}
+                ],
+                "backendRefs": [{"name": "web", "port": 80}]
+            }, {
+                "matches": [{"path": {"value": "/bad"}}],
+                "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "one"}}}],
+                "backendRefs": [{"name": "web", "port": 80}]
+            }]
+        }),
+    );
+    add_gateway_routes(&mut snapshot, CLASS);
+    let made = route(&snapshot, "full-httproute-0-0-full.example.com");
+    let filters = made.spec.gateway_filters.as_ref().expect("filters");
+    assert_eq!(filters.request_header_adds, [("X-Add".to_string(), "1%".to_string())], "literally");
+    assert_eq!(filters.response_header_adds, [("X-Resp".to_string(), "r".to_string())]);
+    assert_eq!(filters.replace_full_path.as_deref(), Some("/one"));
+    assert!(made.spec.http_headers.is_none(), "nothing for Route fields");
+    let reported: Vec<String> = parent(&snapshot, "full", 0).unsupported.into_iter().map(|p| p.message).collect();
+    assert_eq!(reported, ["rule 1: URLRewrite ReplaceFullPath Some(\"one\") does not start with /"]);
+    assert_eq!(snapshot.routes.len(), 1);
+}
+
+#[test]
 fn http_and_https_listeners_make_one_edge_route_and_a_redirect_rule_redirects_it() {
     let mut snapshot = snapshot();
     http_route(

@@ -64,6 +64,7 @@ impl Draft {
         spec.path = Some(path.to_string());
         spec.http_headers = headers.map(Box::new);
         spec.request_match = request_match;
+        spec.gateway_filters = (!forward.filters.is_empty()).then(|| Arc::new(forward.filters.clone()));
         Self {
             route: Route { metadata, spec, status: None },
             http: false,
