@@ -200,8 +200,16 @@ async fn httproute_matches_route_by_exact_path_headers_method_and_query_in_prece
     assert_eq!(served(client, "POST", "/api?animal=whale", &[]).await, by("c"), "a method match before a query match");
     assert_eq!(served(client, "POST", "/api/x", &[]).await, by("c"));
     assert_eq!(served(client, "GET", "/api?animal=whales", &[]).await, by("b"), "the rest of /api");
-    assert_eq!(served(client, "GET", "/api/x", &[("version", "two")]).await, by("b"), "a longer prefix before headers on /");
-    assert_eq!(served(client, "GET", "/legacy/x", &[("x-canary", "1")]).await, by("c"), "the HTTPRoute's condition first");
+    assert_eq!(
+        served(client, "GET", "/api/x", &[("version", "two")]).await,
+        by("b"),
+        "a longer prefix before headers on /"
+    );
+    assert_eq!(
+        served(client, "GET", "/legacy/x", &[("x-canary", "1")]).await,
+        by("c"),
+        "the HTTPRoute's condition first"
+    );
     assert_eq!(served(client, "GET", "/legacy/x", &[]).await, by("a"), "then the Route of the same path");
     for name in ["matches-httproute-6-0-match.example.com", "legacy"] {
         assert_eq!(route_outcome(&router, "shop", name).await["admitted"], true, "{name}");

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use super::host::wildcard_domain;
-use crate::model::{same_conditions, RequestMatch};
 use super::{Admitted, Rejection};
+use crate::model::{same_conditions, RequestMatch};
 
 #[derive(Default)]
 struct Claims<'c> {
@@ -81,9 +81,8 @@ impl<'c> Claims<'c> {
     fn conflict(&self, new: &Claim<'_>, wildcard: bool, any_namespace: bool) -> Option<Rejection> {
         let domain = wildcard_domain(new.host);
         let shares = |existing: &Claim<'_>| any_namespace || existing.namespace == new.namespace;
-        let differ = |existing: &Claim<'_>| {
-            existing.path != new.path || !same_conditions(existing.conditions, new.conditions)
-        };
+        let differ =
+            |existing: &Claim<'_>| existing.path != new.path || !same_conditions(existing.conditions, new.conditions);
         let refuse = |existing: &Claim<'_>, detail: String| {
             let message = if existing.namespace == new.namespace {
                 detail

@@ -8,8 +8,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::null_as_default::null_as_default;
 use super::gateway_filters::GatewayFilters;
+use super::null_as_default::null_as_default;
 use super::request_match::RequestMatch;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

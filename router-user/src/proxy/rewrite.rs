@@ -74,7 +74,8 @@ pub fn rewrite_target(uri: &Uri, rule: &RewriteTarget) -> Result<Option<Uri>, Re
 
 /// Applies an HTTPRoute's `ReplaceFullPath`: `uri` with its path replaced by `path`, the query string kept.
 pub fn replace_full_path(uri: &Uri, path: &str) -> Result<Option<Uri>, RewriteFailed> {
-    let path_and_query = PathAndQuery::try_from(request_target(path.as_bytes(), uri.query())).map_err(|_| RewriteFailed)?;
+    let path_and_query =
+        PathAndQuery::try_from(request_target(path.as_bytes(), uri.query())).map_err(|_| RewriteFailed)?;
     let mut parts = uri.clone().into_parts();
     parts.path_and_query = Some(path_and_query);
     Uri::from_parts(parts).map(Some).map_err(|_| RewriteFailed)

@@ -139,7 +139,8 @@ fn joined_equals<'v>(parts: impl Iterator<Item = &'v [u8]>, want: &[u8]) -> bool
 /// The first parameter named `name` (percent-decoded names and values; `+` is not a space, as in URIs).
 fn query_meets(query: Option<&str>, name: &str, expected: &Expected) -> bool {
     let Some(query) = query else { return false };
-    let found = query.split('&').map(|pair| pair.split_once('=').unwrap_or((pair, ""))).find(|(n, _)| decoded_equals(n, name));
+    let found =
+        query.split('&').map(|pair| pair.split_once('=').unwrap_or((pair, ""))).find(|(n, _)| decoded_equals(n, name));
     let Some((_, value)) = found else { return false };
     match expected {
         Expected::Exact(want) => decoded_equals(value, want),
@@ -192,7 +193,12 @@ mod tests {
         Conditions::compile(&Arc::new(RequestMatch { conditions, origin }), Some(path), None)
     }
 
-    fn facts<'r>(path: &'r str, method: &'r Method, headers: &'r HeaderMap, query: Option<&'r str>) -> RequestFacts<'r> {
+    fn facts<'r>(
+        path: &'r str,
+        method: &'r Method,
+        headers: &'r HeaderMap,
+        query: Option<&'r str>,
+    ) -> RequestFacts<'r> {
         RequestFacts { path, method, headers, query }
     }
 
@@ -218,7 +224,10 @@ mod tests {
         let check = |pairs: &[(&str, &str)]| {
             let mut headers = HeaderMap::new();
             for (name, value) in pairs {
-                headers.append(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
+                headers.append(
+                    HeaderName::from_bytes(name.as_bytes()).expect("name"),
+                    HeaderValue::from_str(value).expect("value"),
+                );
             }
             conditions.accept(&facts("/", &Method::GET, &headers, None))
         };
@@ -259,16 +268,15 @@ mod tests {
     fn precedence_puts_exact_then_method_then_headers_then_query_first() {
         let exact = compile(RequestConditions { exact_path: true, ..Default::default() }, "/a");
         let method = compile(RequestConditions { method: Some("GET".into()), ..Default::default() }, "/a");
-        let two_headers = RequestConditions {
-            headers: vec![value("a", "1", false), value("b", "1", false)],
-            ..Default::default()
-        };
+        let two_headers =
+            RequestConditions { headers: vec![value("a", "1", false), value("b", "1", false)], ..Default::default() };
         let one_header_two_queries = RequestConditions {
             headers: vec![value("a", "1", false)],
             query_params: vec![value("a", "1", false), value("b", "1", false)],
             ..Default::default()
         };
-        let query = compile(RequestConditions { query_params: vec![value("q", "1", false)], ..Default::default() }, "/a");
+        let query =
+            compile(RequestConditions { query_params: vec![value("q", "1", false)], ..Default::default() }, "/a");
         let (two_headers, one_header) = (compile(two_headers, "/a"), compile(one_header_two_queries, "/a"));
         let mut ranked = [
             ("none", None),

@@ -56,10 +56,13 @@ fn rule(one: serde_json::Value) -> serde_json::Value {
 fn served(table: &RouteTable, method: &str, target: &str, headers: &[(&str, &str)]) -> Option<String> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        map.append(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
+        map.append(
+            HeaderName::from_bytes(name.as_bytes()).expect("name"),
+            HeaderValue::from_str(value).expect("value"),
+        );
     }
     let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
-    let method = Method::from_bytes(method.as_bytes()).unwrap();
+    let method = Method::from_bytes(method.as_bytes()).expect("method");
     let facts = RequestFacts { path, method: &method, headers: &map, query };
     let found = table.http.lookup_request(HOST, &facts)?;
     Some(found.route.name.trim_end_matches(&format!("-{HOST}")).to_string())
@@ -168,7 +171,10 @@ fn only_routes_asking_the_same_of_a_request_conflict() {
     .expect("route");
     let snapshot = snapshot(&routes, &[plain]);
     // With wildcard routes allowed, host claims are checked first, as their own step: the same outcomes.
-    let claims = BuildOptions { admission: AdmissionSettings { allow_wildcard_routes: true, ..Default::default() }, ..Default::default() };
+    let claims = BuildOptions {
+        admission: AdmissionSettings { allow_wildcard_routes: true, ..Default::default() },
+        ..Default::default()
+    };
     for table in [table(&snapshot), build(&snapshot, &claims, 1)] {
         same_conditions_conflict(&table);
     }

@@ -35,7 +35,10 @@ impl HostRules {
         } else {
             self.exact.entry(host.to_string()).or_default()
         };
-        if !rules.iter().any(|rule| rule.path == backend.path && Conditions::same(rule.backend.conditions.as_deref(), backend.conditions.as_deref())) {
+        if !rules.iter().any(|rule| {
+            rule.path == backend.path
+                && Conditions::same(rule.backend.conditions.as_deref(), backend.conditions.as_deref())
+        }) {
             rules.push(PathRule { path: backend.path.clone(), backend });
         }
     }

@@ -26,7 +26,7 @@ use crate::model::{RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader};
 
 /// What a served rule does.
 enum Action {
-    Forward(Forward),
+    Forward(Box<Forward>),
     RedirectToHttps,
 }
 
@@ -173,7 +173,7 @@ fn plan(
         Ok(backends) => forward.backends = backends,
         Err(problem) => return refuse(unsupported, problem.message),
     }
-    Some(RulePlan { matches: served, action: Action::Forward(forward) })
+    Some(RulePlan { matches: served, action: Action::Forward(Box::new(forward)) })
 }
 
 fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut bool) -> Result<(), String> {

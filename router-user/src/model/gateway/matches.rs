@@ -115,7 +115,10 @@ mod tests {
         for (value, want) in [
             (json!({"method": "FETCH"}), "method \"FETCH\" is not an HTTP method"),
             (json!({"headers": [{"name": "bad name", "value": "x"}]}), "header name \"bad name\" is not valid"),
-            (json!({"queryParams": [{"name": "q", "value": "x", "type": "Prefix"}]}), "query parameter match type Prefix is not served"),
+            (
+                json!({"queryParams": [{"name": "q", "value": "x", "type": "Prefix"}]}),
+                "query parameter match type Prefix is not served",
+            ),
         ] {
             assert_eq!(plan(value).err().as_deref(), Some(want));
         }
