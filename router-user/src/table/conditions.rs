@@ -29,6 +29,8 @@ pub struct Conditions {
     method: Option<Method>,
     headers: Box<[(HeaderName, Expected)]>,
     query_params: Box<[(Box<str>, Expected)]>,
+    /// Something could not be compiled (the Gateway API step refuses such matches first): no request meets them.
+    never: bool,
     /// The route's creation time (its HTTPRoute's), for ties.
     created: Option<Timestamp>,
     /// What they were compiled from.
@@ -39,27 +41,29 @@ pub struct Conditions {
 enum Expected {
     Exact(Box<str>),
     Regex(Regex),
-    /// A condition that could not be compiled (the Gateway API step refuses those first): nothing meets it.
-    Never,
 }
 
 impl Conditions {
     /// The conditions of `request_match` on a route of path `path` (its raw `spec.path`) created at `created`.
     pub fn compile(request_match: &Arc<RequestMatch>, path: Option<&str>, created: Option<Timestamp>) -> Self {
         let wanted = &request_match.conditions;
-        let headers = wanted
-            .headers
-            .iter()
-            .map(|c| match HeaderName::from_bytes(c.name.as_bytes()) {
-                Ok(name) => (name, Expected::compile(c)),
-                Err(_) => (HeaderName::from_static("x-invalid-header-name"), Expected::Never),
+        let mut never = false;
+        let method = wanted.method.as_deref().and_then(|m| usable(&mut never, Method::from_bytes(m.as_bytes()).ok()));
+        let headers = (wanted.headers.iter())
+            .filter_map(|c| {
+                let name = HeaderName::from_bytes(c.name.as_bytes()).ok();
+                usable(&mut never, name.zip(Expected::compile(c)))
             })
+            .collect();
+        let query_params = (wanted.query_params.iter())
+            .filter_map(|c| usable(&mut never, Expected::compile(c).map(|expected| (c.name.as_str().into(), expected))))
             .collect();
         Self {
             exact_path: wanted.exact_path.then(|| path.unwrap_or("/").into()),
-            method: wanted.method.as_deref().map(|m| Method::from_bytes(m.as_bytes()).unwrap_or(Method::CONNECT)),
+            method,
             headers,
-            query_params: wanted.query_params.iter().map(|c| (c.name.as_str().into(), Expected::compile(c))).collect(),
+            query_params,
+            never,
             created,
             source: Arc::clone(request_match),
         }
@@ -72,7 +76,8 @@ impl Conditions {
 
     /// True when `request` meets every condition.
     pub fn accept(&self, request: &RequestFacts<'_>) -> bool {
-        self.exact_path.as_deref().is_none_or(|path| path == request.path)
+        !self.never
+            && self.exact_path.as_deref().is_none_or(|path| path == request.path)
             && self.method.as_ref().is_none_or(|method| method == request.method)
             && self.headers.iter().all(|(name, expected)| header_meets(request.headers, name, expected))
             && self.query_params.iter().all(|(name, expected)| query_meets(request.query, name, expected))
@@ -95,12 +100,18 @@ impl Conditions {
 }
 
 impl Expected {
-    fn compile(condition: &ValueCondition) -> Self {
+    fn compile(condition: &ValueCondition) -> Option<Self> {
         if !condition.regex {
-            return Expected::Exact(condition.value.as_str().into());
+            return Some(Expected::Exact(condition.value.as_str().into()));
         }
-        Regex::new(&condition.whole_value_pattern()).map_or(Expected::Never, Expected::Regex)
+        Regex::new(&condition.whole_value_pattern()).ok().map(Expected::Regex)
     }
+}
+
+/// `compiled`, noting in `never` when it is not.
+fn usable<T>(never: &mut bool, compiled: Option<T>) -> Option<T> {
+    *never |= compiled.is_none();
+    compiled
 }
 
 /// A header's value is its values joined by `, ` when it is repeated (RFC 9110's combination).
@@ -118,7 +129,6 @@ fn header_meets(headers: &HeaderMap, name: &HeaderName, expected: &Expected) -> 
             // Repeated headers with a regular expression: rare enough to join them into a new string.
             String::from_utf8(parts().collect::<Vec<_>>().join(&b", "[..])).is_ok_and(|v| regex.is_match(&v))
         }
-        Expected::Never => false,
     }
 }
 
@@ -148,7 +158,6 @@ fn query_meets(query: Option<&str>, name: &str, expected: &Expected) -> bool {
             false => regex.is_match(value),
             true => String::from_utf8(PercentDecoded(value.as_bytes()).collect()).is_ok_and(|v| regex.is_match(&v)),
         },
-        Expected::Never => false,
     }
 }
 
@@ -262,6 +271,14 @@ mod tests {
         assert!(!check("animal=whale&size=1x"), "the whole value must match");
         assert!(!check("animal=whale"));
         assert!(!conditions.accept(&facts("/", &Method::GET, &headers, None)));
+    }
+
+    #[test]
+    fn conditions_that_do_not_compile_take_no_request() {
+        let broken = compile(RequestConditions { headers: vec![value("x", "(", true)], ..Default::default() }, "/");
+        let mut headers = HeaderMap::new();
+        headers.insert("x", HeaderValue::from_static("("));
+        assert!(!broken.accept(&facts("/", &Method::GET, &headers, None)));
     }
 
     #[test]
