@@ -213,6 +213,44 @@ fn http_and_https_listeners_make_one_edge_route_and_a_redirect_rule_redirects_it
 }
 
 #[test]
+fn a_redirect_rule_with_conditions_redirects_the_https_route_asking_the_same() {
+    let mut snapshot = snapshot();
+    let header = |value: &str| json!([{"headers": [{"name": "x", "value": value}]}]);
+    http_route(
+        &mut snapshot,
+        "site",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "https"}],
+            "hostnames": ["a.example.com"],
+            "rules": [{"matches": header("1"), "backendRefs": [{"name": "web", "port": 80}]},
+                      {"matches": header("2"), "backendRefs": [{"name": "web", "port": 80}]},
+                      {"backendRefs": [{"name": "web", "port": 80}]}]
+        }),
+    );
+    http_route(
+        &mut snapshot,
+        "to-https",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "http"}],
+            "hostnames": ["a.example.com"],
+            "rules": [{"matches": [{"headers": [{"name": "X", "value": "1"}]}, {"headers": [{"name": "x", "value": "3"}]}],
+                       "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}}]}]
+        }),
+    );
+    add_gateway_routes(&mut snapshot, CLASS);
+    let policy = |name: &str| {
+        let made = route(&snapshot, name);
+        made.spec.tls.as_ref().and_then(|tls| tls.insecure_edge_termination_policy.clone()).unwrap_or_default()
+    };
+    assert_eq!(policy("site-httproute-0-0-a.example.com"), "Redirect", "the same header match");
+    assert_eq!(policy("site-httproute-1-0-a.example.com"), "None", "another value");
+    assert_eq!(policy("site-httproute-2-0-a.example.com"), "None", "no conditions");
+    let redirect = parent(&snapshot, "to-https", 0);
+    assert_eq!(redirect.routes, [ObjectKey::new("ns", "site-httproute-0-0-a.example.com")]);
+    assert_eq!(redirect.unsupported.len(), 1, "x: 3 has no HTTPS route: {:?}", redirect.unsupported);
+}
+
+#[test]
 fn attachment_problems_are_reported_per_parent() {
     let mut snapshot = snapshot();
     snapshot.gateways.insert(
