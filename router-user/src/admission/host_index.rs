@@ -1,7 +1,7 @@
 //! UniqueHost's host index: per host, the oldest route's namespace owns the host (unless the ownership check
-//! is disabled), and each path on a host (with its conditions, for routes made from HTTPRoute matches) belongs to
-//! the oldest route that asks for it. A passthrough route and
-//! another TLS route cannot share a host: the younger one is displaced.
+//! is disabled), and each path on a host (with its conditions, for routes made from HTTPRoute matches) belongs
+//! to the oldest route that asks for it. A passthrough route and another TLS route cannot share a host: the
+//! younger one is displaced.
 
 use std::collections::HashMap;
 

@@ -1,5 +1,6 @@
-//! One host index: exact hosts, then one-label wildcard domains, each with path rules in match order. The
-//! table keeps three: every route (for :80), edge and reencrypt routes (for terminated :443 requests), and
+//! One host index: exact hosts, then one-label wildcard domains, each with path rules in match order (longest
+//! path first; for one path, HTTPRoute matches by the Gateway API's precedence, then routes without conditions).
+//! The table keeps three: every route (for :80), edge and reencrypt routes (for terminated :443 requests), and
 //! passthrough routes (for SNI on :443).
 
 use std::collections::HashMap;
