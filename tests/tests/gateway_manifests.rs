@@ -214,6 +214,10 @@ async fn httproute_matches_route_by_exact_path_headers_method_and_query_in_prece
     for name in ["matches-httproute-6-0-match.example.com", "legacy"] {
         assert_eq!(route_outcome(&router, "shop", name).await["admitted"], true, "{name}");
     }
+    let listed = route_outcome(&router, "shop", "matches-httproute-6-0-match.example.com").await;
+    let header = json!([{"name": "x-canary", "type": "Exact", "value": "1"}]);
+    assert_eq!(listed["conditions"], json!({"pathType": "PathPrefix", "headers": header}), "in /debug/routes");
+    assert!(route_outcome(&router, "shop", "legacy").await.get("conditions").is_none());
     router.shutdown().await;
 }
 
