@@ -52,7 +52,12 @@ impl KeepAliveClient {
     }
 
     pub async fn get_with(&mut self, host: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
-        let mut builder = Request::get(path).header("host", host);
+        self.send("GET", host, path, headers).await
+    }
+
+    /// A request of `method` without a body.
+    pub async fn send(&mut self, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut builder = Request::builder().method(method).uri(path).header("host", host);
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }

@@ -1,6 +1,7 @@
 //! Gateway API objects in manifest files, served through real sockets: a Gateway of the router's class with
 //! HTTP, HTTPS (terminating with a Secret's certificate) and TLS passthrough listeners; HTTPRoutes by path
-//! prefix with weights, header modifiers and a prefix rewrite; a redirect to https; a TLSRoute to a pod that
+//! prefix with weights, header modifiers and a prefix rewrite; HTTPRoute matches by exact path, headers, method
+//! and query in the Gateway API's precedence; a redirect to https; a TLSRoute to a pod that
 //! terminates TLS itself; a Route and an HTTPRoute for one host and path decided oldest first; and nothing of it
 //! read without ROUTER_GATEWAY_CLASS.
 
@@ -14,6 +15,7 @@ use router_tests::manifests::{route, service, ManifestDir};
 use router_tests::pki::{PemDir, TestCa};
 use router_tests::tls_client::{client_config, https_get, peer_certificate, tls_connect, Trust};
 use router_tests::{route_outcome, start_tls_router};
+use serde_json::json;
 
 const CLASS: &str = "openshift-router";
 
@@ -40,7 +42,7 @@ spec:
 }
 
 /// HTTPRoute `shop/shop` (created 2024) on the `http` listener for `shop.example.com`: `/api` rewritten to `/v2`
-/// with header changes to `a`; `/` to `a` and `b` weighted 3:1; an Exact and a header match (not served); `/old`
+/// with header changes to `a`; `/` to `a` and `b` weighted 3:1; a regular-expression path (not served); `/old`
 /// to `b`.
 fn shop_route() -> String {
     String::from(
@@ -61,7 +63,7 @@ spec:
       urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}
     backendRefs: [{name: a, port: 80}]
   - backendRefs: [{name: a, port: 80, weight: 3}, {name: b, port: 80, weight: 1}]
-  - matches: [{path: {type: Exact, value: /exact}}, {path: {value: /hdr}, headers: [{name: x, value: y}]}]
+  - matches: [{path: {type: RegularExpression, value: "/re.*"}}]
     backendRefs: [{name: b, port: 80}]
   - matches: [{path: {value: /old}}]
     backendRefs: [{name: b, port: 80}]
@@ -70,9 +72,9 @@ spec:
     )
 }
 
-/// A Route `shop/<name>` for `shop.example.com` + `path` to `service`, created at `created`.
-fn dated_route(name: &str, path: &str, service: &str, created: &str) -> String {
-    route("shop", name, "shop.example.com", path, service).replacen(
+/// A Route `shop/<name>` for `host` + `path` to `service`, created at `created`.
+fn dated_route(name: &str, host: &str, path: &str, service: &str, created: &str) -> String {
+    route("shop", name, host, path, service).replacen(
         "metadata:\n",
         &format!("metadata:\n  creationTimestamp: \"{created}\"\n"),
         1,
@@ -93,8 +95,8 @@ async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrit
     dir.write(
         "routes.yaml",
         &[
-            dated_route("legacy", "/old", "c", "2020-01-01T00:00:00Z"),
-            dated_route("late", "/api", "c", "2025-01-01T00:00:00Z"),
+            dated_route("legacy", "shop.example.com", "/old", "c", "2020-01-01T00:00:00Z"),
+            dated_route("late", "shop.example.com", "/api", "c", "2025-01-01T00:00:00Z"),
         ]
         .concat(),
     );
@@ -120,9 +122,8 @@ async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrit
     assert_eq!(to_a + to_b, 40, "{served:?}");
     assert!((26..=34).contains(&to_a), "weights 3:1 give a about 30 of 40: {served:?}");
 
-    // Exact and header matches are left out: their paths fall to the `/` rule.
+    // A regular-expression path is left out: its paths fall to the `/` rule.
     assert_eq!(route_outcome(&router, "shop", "shop-httproute-2-0-shop.example.com").await, serde_json::Value::Null);
-    assert_eq!(route_outcome(&router, "shop", "shop-httproute-2-1-shop.example.com").await, serde_json::Value::Null);
 
     // Oldest first between Routes and HTTPRoutes.
     assert_eq!(get(http, "shop.example.com", "/old/x").await.backend(), "c", "the older Route keeps /old");
@@ -135,6 +136,135 @@ async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrit
     let late = route_outcome(&router, "shop", "late").await;
     assert_eq!(late["admitted"], false, "the younger Route loses /api to the HTTPRoute: {late}");
     assert_eq!(late["reason"], "HostAlreadyClaimed");
+    router.shutdown().await;
+}
+
+/// HTTPRoute `shop/matches` on the `http` listener for `match.example.com`: `/exact` exactly to `a`, the `/exact`
+/// prefix to `b`; on `/`, header `version: two` to `b`; on `/api`, `POST` to `c`, query `animal=whale` to `a`, the
+/// rest to `b`; on `/legacy`, header `x-canary: 1` to `c` (beside a Route for `/legacy` to `a`).
+/// `method path` with `headers` to `match.example.com`: the status and the backend that answered ("" for none).
+async fn served(client: &mut KeepAliveClient, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let reply = client.send(method, "match.example.com", path, headers).await;
+    (reply.status.as_u16(), reply.backend().to_string())
+}
+
+const MATCHES: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: matches, namespace: shop, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [match.example.com]
+  rules:
+  - matches: [{path: {type: Exact, value: /exact}}]
+    backendRefs: [{name: a, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /exact}}]
+    backendRefs: [{name: b, port: 80}]
+  - matches: [{headers: [{name: version, value: two}]}]
+    backendRefs: [{name: b, port: 80}]
+  - matches: [{path: {value: /api}, queryParams: [{name: animal, value: whale}]}]
+    backendRefs: [{name: a, port: 80}]
+  - matches: [{path: {value: /api}, method: POST}]
+    backendRefs: [{name: c, port: 80}]
+  - matches: [{path: {value: /api}}]
+    backendRefs: [{name: b, port: 80}]
+  - matches: [{path: {value: /legacy}, headers: [{name: X-Canary, value: "1"}]}]
+    backendRefs: [{name: c, port: 80}]
+---
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn httproute_matches_route_by_exact_path_headers_method_and_query_in_precedence_order() {
+    let (a, b, c) = (TestBackend::start("a").await, TestBackend::start("b").await, TestBackend::start("c").await);
+    let dir = ManifestDir::new();
+    dir.write(
+        "services.yaml",
+        &[service("shop", "a", &[a.addr]), service("shop", "b", &[b.addr]), service("shop", "c", &[c.addr])].concat(),
+    );
+    dir.write("gateway.yaml", &gateway(CLASS));
+    dir.write("httproute.yaml", MATCHES);
+    // Younger than the HTTPRoute, on a path one of its matches shares with a header condition: both are served.
+    dir.write("routes.yaml", &dated_route("legacy", "match.example.com", "/legacy", "a", "2025-01-01T00:00:00Z"));
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = CLASS.into();
+    let (router, _https) = start_tls_router(settings).await;
+    let client = &mut KeepAliveClient::connect(router.http_addr).await;
+    let by = |backend: &str| (200, backend.to_string());
+
+    assert_eq!(served(client, "GET", "/exact", &[]).await, by("a"), "the exact path before the same prefix");
+    assert_eq!(served(client, "GET", "/exact/", &[]).await, by("b"), "not exactly /exact: the prefix");
+    assert_eq!(served(client, "GET", "/exact/x?q=1", &[]).await, by("b"));
+    assert_eq!(served(client, "GET", "/", &[("Version", "two")]).await, by("b"), "header names in any case");
+    assert_eq!(served(client, "GET", "/", &[("version", "Two")]).await, (503, String::new()), "values exactly");
+    assert_eq!(served(client, "GET", "/exactly", &[]).await, (503, String::new()), "no match: no route");
+    assert_eq!(served(client, "GET", "/api?animal=whale", &[]).await, by("a"));
+    assert_eq!(served(client, "POST", "/api?animal=whale", &[]).await, by("c"), "a method match before a query match");
+    assert_eq!(served(client, "POST", "/api/x", &[]).await, by("c"));
+    assert_eq!(served(client, "GET", "/api?animal=whales", &[]).await, by("b"), "the rest of /api");
+    assert_eq!(
+        served(client, "GET", "/api/x", &[("version", "two")]).await,
+        by("b"),
+        "a longer prefix before headers on /"
+    );
+    assert_eq!(
+        served(client, "GET", "/legacy/x", &[("x-canary", "1")]).await,
+        by("c"),
+        "the HTTPRoute's condition first"
+    );
+    assert_eq!(served(client, "GET", "/legacy/x", &[]).await, by("a"), "then the Route of the same path");
+    for name in ["matches-httproute-6-0-match.example.com", "legacy"] {
+        assert_eq!(route_outcome(&router, "shop", name).await["admitted"], true, "{name}");
+    }
+    let listed = route_outcome(&router, "shop", "matches-httproute-6-0-match.example.com").await;
+    let header = json!([{"name": "x-canary", "type": "Exact", "value": "1"}]);
+    assert_eq!(listed["conditions"], json!({"pathType": "PathPrefix", "headers": header}), "in /debug/routes");
+    assert!(route_outcome(&router, "shop", "legacy").await.get("conditions").is_none());
+    router.shutdown().await;
+}
+
+/// HTTPRoute `shop/filters` for `filters.example.com`: `/full` to `a` with its path replaced by `/one`, `X-Add: v2`
+/// added to requests and `X-Resp: r` to responses; `/cookie` adding a `Set-Cookie`, which admission refuses.
+const FILTERS: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: filters, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [filters.example.com]
+  rules:
+  - matches: [{path: {value: /full}}]
+    filters:
+    - {type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /one}}}
+    - {type: RequestHeaderModifier, requestHeaderModifier: {add: [{name: X-Add, value: v2}]}}
+    - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: X-Resp, value: r}]}}
+    backendRefs: [{name: a, port: 80}]
+  - matches: [{path: {value: /cookie}}]
+    filters:
+    - {type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: Set-Cookie, value: "x=1"}]}}
+    backendRefs: [{name: a, port: 80}]
+---
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn httproute_header_adds_append_and_a_full_path_rewrite_replaces_the_path() {
+    let a = TestBackend::start("a").await;
+    let dir = ManifestDir::new();
+    dir.write("services.yaml", &service("shop", "a", &[a.addr]));
+    dir.write("gateway.yaml", &gateway(CLASS));
+    dir.write("httproute.yaml", FILTERS);
+    let mut settings = Settings::for_loopback(dir.path());
+    settings.gateway_class = CLASS.into();
+    let (router, _https) = start_tls_router(settings).await;
+    let mut client = KeepAliveClient::connect(router.http_addr).await;
+
+    let reply = client.get_with("filters.example.com", "/full/two?q=1", &[("x-add", "v1")]).await;
+    assert_eq!((reply.status.as_u16(), reply.backend()), (200, "a"));
+    assert_eq!(reply.report()["path"], "/one?q=1", "the whole path replaced, the query kept");
+    assert_eq!(reply.seen_header("x-add"), ["v1", "v2"], "added after the client's value");
+    let added: Vec<_> = reply.headers.get_all("x-resp").iter().map(|v| v.to_str().unwrap_or("").to_string()).collect();
+    assert_eq!(added, ["r"]);
+
+    let refused = route_outcome(&router, "shop", "filters-httproute-1-0-filters.example.com").await;
+    assert_eq!((&refused["admitted"], &refused["reason"]), (&json!(false), &json!("ExtendedValidationFailed")));
+    assert_eq!(client.get("filters.example.com", "/cookie").await.status, 503);
     router.shutdown().await;
 }
 

@@ -17,7 +17,7 @@ use router_tests::apiserver::objects::{
 };
 use router_tests::apiserver::{apply_json, apply_yaml, delete, get, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
-use router_tests::client::get as http_get;
+use router_tests::client::{get as http_get, KeepAliveClient};
 use router_tests::pki::TestCa;
 use router_tests::tls_client::{client_config, https_get, Trust};
 use router_tests::{eventually, start_router_with};
@@ -130,7 +130,8 @@ async fn gateway_api_routes_are_served_and_their_status_written() {
             http_route("web", "http", "web.example.com", json!([{"backendRefs": [{"name": "a", "port": 80}]}])),
             http_route("partial", "http", "partial.example.com", json!([
                 {"matches": [{"path": {"value": "/p"}}], "backendRefs": [{"name": "b", "port": 80}, {"name": "missing", "port": 80, "weight": 0}]},
-                {"matches": [{"headers": [{"name": "x", "value": "y"}]}], "backendRefs": [{"name": "b", "port": 80}]}
+                {"matches": [{"headers": [{"name": "x", "value": "y"}]}], "backendRefs": [{"name": "a", "port": 80}]},
+                {"matches": [{"path": {"type": "RegularExpression", "value": "/r.*"}}], "backendRefs": [{"name": "b", "port": 80}]}
             ])),
             http_route("clash", "http", "clash.example.com", json!([{"backendRefs": [{"name": "a", "port": 80}]}])),
             http_route("secure", "https", "secure.example.com", json!([{"backendRefs": [{"name": "b", "port": 80}]}])),
@@ -156,6 +157,9 @@ async fn gateway_api_routes_are_served_and_their_status_written() {
     })
     .await;
     assert_eq!(http_get(http, "partial.example.com", "/p/x").await.backend(), "b");
+    let header = KeepAliveClient::connect(http).await.get_with("partial.example.com", "/", &[("X", "y")]).await;
+    assert_eq!(header.backend(), "a", "a header match is served");
+    assert_eq!(http_get(http, "partial.example.com", "/r").await.status, 503, "a regular-expression path is not");
     assert_eq!(http_get(http, "clash.example.com", "/").await.backend(), "old", "the older Route keeps the host");
     let trusted = || client_config(Trust::Ca(&ca.cert_pem), &["http/1.1"], None);
     let reply = https_get(https, Some("secure.example.com"), "secure.example.com", "/", trusted()).await;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::host::wildcard_domain;
 use super::{Admitted, Rejection};
+use crate::model::{same_conditions, RequestMatch};
 
 #[derive(Default)]
 struct Claims<'c> {
@@ -23,6 +24,7 @@ struct Claim<'c> {
     name: &'c str,
     host: &'c str,
     path: &'c str,
+    conditions: Option<&'c RequestMatch>,
 }
 
 /// Splits `candidates` (oldest first) into the routes that keep their claims and those refused.
@@ -46,6 +48,7 @@ pub fn resolve(
                 name: &candidate.key.name,
                 host: &candidate.host,
                 path: candidate.raw_path(),
+                conditions: candidate.route.spec.request_match.as_deref(),
             };
             let conflict = claims.conflict(&claim, candidate.wildcard, any_namespace);
             if conflict.is_none() {
@@ -78,6 +81,8 @@ impl<'c> Claims<'c> {
     fn conflict(&self, new: &Claim<'_>, wildcard: bool, any_namespace: bool) -> Option<Rejection> {
         let domain = wildcard_domain(new.host);
         let shares = |existing: &Claim<'_>| any_namespace || existing.namespace == new.namespace;
+        let differ =
+            |existing: &Claim<'_>| existing.path != new.path || !same_conditions(existing.conditions, new.conditions);
         let refuse = |existing: &Claim<'_>, detail: String| {
             let message = if existing.namespace == new.namespace {
                 detail
@@ -89,8 +94,8 @@ impl<'c> Claims<'c> {
 
         for existing in self.hosts.get(new.host).into_iter().flatten() {
             // A wildcard route coexists with the exact hosts of its namespace; exact routes of one namespace
-            // coexist when their paths differ.
-            if shares(existing) && (wildcard || existing.path != new.path) {
+            // coexist when their paths (or conditions) differ.
+            if shares(existing) && (wildcard || differ(existing)) {
                 continue;
             }
             return refuse(
@@ -99,7 +104,7 @@ impl<'c> Claims<'c> {
             );
         }
         for existing in self.wildcards.get(domain).into_iter().flatten() {
-            if shares(existing) && (!wildcard || existing.path != new.path) {
+            if shares(existing) && (!wildcard || differ(existing)) {
                 continue;
             }
             return refuse(

@@ -1,6 +1,7 @@
 //! UniqueHost's host index: per host, the oldest route's namespace owns the host (unless the ownership check
-//! is disabled), and each path on a host belongs to the oldest route that asks for it. A passthrough route and
-//! another TLS route cannot share a host: the younger one is displaced.
+//! is disabled), and each path on a host (with its conditions, for routes made from HTTPRoute matches) belongs
+//! to the oldest route that asks for it. A passthrough route and another TLS route cannot share a host: the
+//! younger one is displaced.
 
 use std::collections::HashMap;
 
@@ -54,10 +55,11 @@ pub fn resolve(
     (active, displaced)
 }
 
-/// Same path, or two TLS routes of which either is passthrough (OpenShift's host index: a passthrough route
-/// owns the host's :443 outright, so it cannot share the host with an edge or reencrypt route).
+/// Same path (and the same conditions: routes made from HTTPRoute matches that ask different things of a
+/// request share their path), or two TLS routes of which either is passthrough (OpenShift's host index: a
+/// passthrough route owns the host's :443 outright, so it cannot share the host with an edge or reencrypt route).
 fn conflicts(existing: &Admitted<'_>, new: &Admitted<'_>) -> bool {
-    if existing.raw_path() == new.raw_path() {
+    if existing.raw_path() == new.raw_path() && existing.same_conditions(new) {
         return true;
     }
     let (old_tls, new_tls) = (existing.route.spec.tls.as_ref(), new.route.spec.tls.as_ref());

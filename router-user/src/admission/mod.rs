@@ -13,7 +13,9 @@ mod single_label_tests;
 mod tls_conflict_tests;
 mod validation;
 
-use crate::model::{ObjectKey, Route, Snapshot};
+use std::sync::Arc;
+
+use crate::model::{same_conditions, ObjectKey, RequestMatch, Route, Snapshot};
 
 pub use dns1123::is_dns1123_subdomain;
 pub use host::{effective_host, in_domain_list, serves_subdomain, wildcard_domain};
@@ -59,6 +61,8 @@ pub struct RouteOutcome {
     pub path: String,
     /// `None` or `Subdomain`.
     pub wildcard_policy: &'static str,
+    /// What a route made from an HTTPRoute match asks beyond host and path (for `/debug/routes`).
+    pub request_match: Option<Arc<RequestMatch>>,
     pub result: Result<(), Rejection>,
 }
 
@@ -79,6 +83,11 @@ impl Admitted<'_> {
 
     pub fn namespace(&self) -> &str {
         &self.key.namespace
+    }
+
+    /// Whether both routes ask the same of a request beyond host and path (see `RequestMatch`).
+    pub fn same_conditions(&self, other: &Admitted<'_>) -> bool {
+        same_conditions(self.route.spec.request_match.as_deref(), other.route.spec.request_match.as_deref())
     }
 }
 
@@ -152,6 +161,7 @@ fn outcome(candidate: &Admitted<'_>, result: Result<(), Rejection>) -> RouteOutc
         host: candidate.host.clone(),
         path: candidate.raw_path().to_string(),
         wildcard_policy: if candidate.wildcard { "Subdomain" } else { "None" },
+        request_match: candidate.route.spec.request_match.clone(),
         result,
     }
 }

@@ -82,5 +82,17 @@ pub fn spec(candidate: &Admitted<'_>) -> Result<(), Rejection> {
             }
         }
     }
+    // Header values an HTTPRoute appends: the same names are off limits.
+    if let Some(filters) = &spec.gateway_filters {
+        for (direction, adds) in
+            [("request", &filters.request_header_adds), ("response", &filters.response_header_adds)]
+        {
+            if let Some((name, _)) =
+                adds.iter().find(|(name, _)| FORBIDDEN_HEADERS.contains(&&*name.to_ascii_lowercase()))
+            {
+                return invalid(format!("{direction} header modifier add: the {name} header may not be modified"));
+            }
+        }
+    }
     Ok(())
 }

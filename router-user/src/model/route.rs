@@ -1,12 +1,16 @@
 //! The OpenShift `Route` (route.openshift.io/v1) as a kube custom resource, so the manifest source and the
 //! Kubernetes source share one type. Field names follow openshift/api route/v1.
 
+use std::sync::Arc;
+
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::gateway_filters::GatewayFilters;
 use super::null_as_default::null_as_default;
+use super::request_match::RequestMatch;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(group = "route.openshift.io", version = "v1", kind = "Route", namespaced, status = "RouteStatus")]
@@ -32,6 +36,14 @@ pub struct RouteSpec {
     pub wildcard_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_headers: Option<Box<RouteHttpHeaders>>,
+    /// Not a Route field: what a route made from an HTTPRoute match asks of a request beyond host and path.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub request_match: Option<Arc<RequestMatch>>,
+    /// Not a Route field: what a route made from an HTTPRoute rule does beyond what Route fields express.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub gateway_filters: Option<Arc<GatewayFilters>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -22,6 +22,8 @@ pub struct HeaderAction {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HeaderOp {
     Set(ValueTemplate),
+    /// A value added after those already there (an HTTPRoute header modifier's `add`).
+    Append(HeaderValue),
     Delete,
 }
 
@@ -135,6 +137,9 @@ pub fn apply(actions: &[HeaderAction], headers: &mut HeaderMap) {
             HeaderOp::Delete => {
                 headers.remove(&action.name);
             }
+            HeaderOp::Append(value) => {
+                headers.append(action.name.clone(), value.clone());
+            }
             HeaderOp::Set(template) => match template.render(headers) {
                 Some(value) => {
                     headers.insert(action.name.clone(), value);
@@ -156,6 +161,20 @@ pub fn from_route(list: &[RouteHttpHeader], direction: Direction) -> (Vec<Header
         match build(&header.name, &header.action.kind, value, direction) {
             Ok(action) => actions.push(action),
             Err(error) => errors.push(error),
+        }
+    }
+    (actions, errors)
+}
+
+/// Values an HTTPRoute appends, literally; invalid ones are returned as errors (the Gateway API step refuses them
+/// first).
+pub fn appends(list: &[(String, String)]) -> (Vec<HeaderAction>, Vec<String>) {
+    let mut actions = Vec::new();
+    let mut errors = Vec::new();
+    for (name, value) in list {
+        match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+            (Ok(name), Ok(value)) => actions.push(HeaderAction { name, op: HeaderOp::Append(value) }),
+            _ => errors.push(format!("header {name:?}: not a valid header to add")),
         }
     }
     (actions, errors)
@@ -266,6 +285,18 @@ mod tests {
         assert!(ValueTemplate::parse("%[res.hdr(x)]", Direction::Request).is_err(), "res.hdr only on responses");
         assert!(ValueTemplate::parse("%[src]", Direction::Request).is_err());
         assert!(ValueTemplate::parse("%[req.hdr(x),upper]", Direction::Request).is_err());
+    }
+
+    #[test]
+    fn appended_values_follow_those_already_there_literally() {
+        let adds = [("X-Add".to_string(), "v2 %[req.hdr(host)]".to_string()), ("bad name".into(), "x".into())];
+        let (actions, errors) = appends(&adds);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-add", HeaderValue::from_static("v1"));
+        apply(&actions, &mut headers);
+        let values: Vec<&str> = headers.get_all("x-add").iter().map(|v| v.to_str().expect("ASCII")).collect();
+        assert_eq!(values, ["v1", "v2 %[req.hdr(host)]"]);
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub struct RoutePolicy {
     pub request_headers: Vec<HeaderAction>,
     pub response_headers: Vec<HeaderAction>,
     pub rewrite_target: Option<RewriteTarget>,
+    /// An HTTPRoute's `ReplaceFullPath`: the path every request goes to the pod with (the query kept).
+    pub replace_full_path: Option<String>,
     pub pod_max_connections: Option<u32>,
     pub health_check_interval: Duration,
     /// Strict-Transport-Security for responses on terminated TLS connections.
@@ -207,6 +209,17 @@ impl RoutePolicy {
                 warnings.extend(errors.into_iter().map(|e| format!("spec.httpHeaders.actions: {e} (action ignored)")));
             }
         }
+        let filters = route.spec.gateway_filters.as_deref();
+        if let Some(filters) = filters {
+            for (list, out) in [
+                (&filters.request_header_adds, &mut request_headers),
+                (&filters.response_header_adds, &mut response_headers),
+            ] {
+                let (parsed, errors) = header_actions::appends(list);
+                out.extend(parsed);
+                warnings.extend(errors.into_iter().map(|e| format!("HTTPRoute header modifier add: {e} (ignored)")));
+            }
+        }
 
         let policy = RoutePolicy {
             balance,
@@ -219,6 +232,7 @@ impl RoutePolicy {
             request_headers,
             response_headers,
             rewrite_target,
+            replace_full_path: filters.and_then(|f| f.replace_full_path.clone()),
             pod_max_connections,
             health_check_interval,
             hsts,

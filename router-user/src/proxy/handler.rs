@@ -42,7 +42,7 @@ use super::request_trial::RequestTrial;
 use super::response::{
     bad_request, forbidden, gateway_error, misdirected, redirect_to_https, unavailable, ErrorFile, ProxyBody,
 };
-use super::rewrite::{rewrite_headers, rewrite_target};
+use super::rewrite::{replace_full_path, rewrite_headers, rewrite_target};
 use super::sticky::{cookie_value, insert_cookie, remove_cookie};
 use super::upgrade::{tunnel_upgraded, ClientSide, PodSide};
 use super::upstream::{PodResponseBody, Upstream, UpstreamError};
@@ -53,7 +53,7 @@ use crate::metrics::{Frontend, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
-use crate::table::{normalize_request_host, Backend, HttpAction, TableHandle};
+use crate::table::{normalize_request_host, Backend, HttpAction, RequestFacts, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN); `h3` for
 /// HTTP/3, which the OpenShift router does not serve.
@@ -267,7 +267,13 @@ impl HttpProxy {
         let host = normalize_request_host(&raw_host).into_owned();
         let table = self.table.load();
         let rules = if connection.is_tls() { &table.https } else { &table.http };
-        let Some(backend) = rules.lookup(&host, request.uri().path()).cloned() else {
+        let facts = RequestFacts {
+            path: request.uri().path(),
+            method: request.method(),
+            headers: request.headers(),
+            query: request.uri().query(),
+        };
+        let Some(backend) = rules.lookup_request(&host, &facts).cloned() else {
             debug!(%host, path = request.uri().path(), "no route");
             return unrouted(self.no_route());
         };
@@ -324,7 +330,13 @@ impl HttpProxy {
                     // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
                     headers.insert(header::TE, HeaderValue::from_static("trailers"));
                 }
-                match backend.policy.rewrite_target.as_ref().map(|rule| rewrite_target(request.uri(), rule)) {
+                let policy = &backend.policy;
+                let rewritten = match (&policy.replace_full_path, &policy.rewrite_target) {
+                    (Some(path), _) => Some(replace_full_path(request.uri(), path)),
+                    (None, Some(rule)) => Some(rewrite_target(request.uri(), rule)),
+                    (None, None) => None,
+                };
+                match rewritten {
                     Some(Err(failed)) => {
                         debug!(%host, path = request.uri().path(), "{failed}");
                         gateway_error(StatusCode::INTERNAL_SERVER_ERROR)

@@ -72,6 +72,15 @@ pub fn rewrite_target(uri: &Uri, rule: &RewriteTarget) -> Result<Option<Uri>, Re
     Uri::from_parts(parts).map(Some).map_err(|_| RewriteFailed)
 }
 
+/// Applies an HTTPRoute's `ReplaceFullPath`: `uri` with its path replaced by `path`, the query string kept.
+pub fn replace_full_path(uri: &Uri, path: &str) -> Result<Option<Uri>, RewriteFailed> {
+    let path_and_query =
+        PathAndQuery::try_from(request_target(path.as_bytes(), uri.query())).map_err(|_| RewriteFailed)?;
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(path_and_query);
+    Uri::from_parts(parts).map(Some).map_err(|_| RewriteFailed)
+}
+
 /// The rewrite-target substitution failed (HAProxy answers 500 and forwards nothing).
 #[derive(Debug, thiserror::Error)]
 #[error("rewrite-target substitution failed")]
@@ -95,6 +104,16 @@ mod tests {
         assert_eq!(absolute.as_deref(), Some("https://h.test/v2/x?q"));
         assert_eq!(rewritten("/api", "/v2", "/other").expect("left alone"), None);
         assert!(rewritten("/api", r"/v2\\#", "/api/x").is_err(), "a trailing backslash fails the rewrite");
+    }
+
+    #[test]
+    fn replace_full_path_keeps_the_query() {
+        let full = |request: &str, path: &str| {
+            let uri: Uri = request.parse().expect("uri");
+            replace_full_path(&uri, path).expect("replaced").map(|uri| uri.to_string())
+        };
+        assert_eq!(full("/full/one/two?q=1", "/one").as_deref(), Some("/one?q=1"));
+        assert_eq!(full("http://h.test/x", "/a b").as_deref(), Some("http://h.test/a%20b"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::client_auth_hosts::ClientAuthHosts;
 use super::client_tls::CLIENT_TLS_VALIDATION_FAILED;
 use super::endpoints::EndpointIndex;
 use super::tls_material::{RouteTls, TlsBuild};
-use super::{Backend, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
+use super::{Backend, Conditions, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
 use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted, Rejection};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
@@ -274,6 +274,10 @@ fn backend_for(
     let backend = Backend {
         route: key.clone(),
         path: RoutePath::new(route.spec.path.as_deref()),
+        conditions: route.spec.request_match.as_ref().map(|request_match| {
+            let created = route.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            Box::new(Conditions::compile(request_match, route.spec.path.as_deref(), created))
+        }),
         labels: BackendLabels {
             backend: format!("{prefix}:{}:{}", key.namespace, key.name).into(),
             namespace: key.namespace.as_str().into(),

@@ -8,6 +8,9 @@ mod client_auth_hosts;
 mod client_tls;
 #[cfg(test)]
 mod client_tls_tests;
+mod conditions;
+#[cfg(test)]
+mod conditions_tests;
 #[cfg(test)]
 mod conformance_tests;
 mod endpoints;
@@ -37,6 +40,7 @@ pub use crate::admission::{Rejection, RouteOutcome};
 pub use build::{build, build_from, BuildOptions};
 pub use client_auth_hosts::ClientAuthHosts;
 pub use client_tls::CLIENT_TLS_VALIDATION_FAILED;
+pub use conditions::{Conditions, RequestFacts};
 pub use endpoints::{is_routable, ServiceEndpoint};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
@@ -118,6 +122,8 @@ pub struct Backend {
     pub route: ObjectKey,
     /// The route's path, as its requests are matched.
     pub path: RoutePath,
+    /// What a request must meet besides host and path (routes made from HTTPRoute matches only).
+    pub conditions: Option<Box<Conditions>>,
     /// Backend name `be_http:<ns>:<name>` (or `be_edge_http:`), namespace and route name, for metrics.
     pub labels: BackendLabels,
     /// This backend's request counters (the metric with its labels resolved once).
@@ -192,7 +198,8 @@ pub struct RouteTable {
 }
 
 impl RouteTable {
-    /// The route serving a :80 request for `host` (already normalised) and `path` (no query string).
+    /// The route serving a :80 `GET` for `host` (already normalised) and `path` (no query string), without
+    /// headers or query.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
         self.http.lookup(host, path)
     }

@@ -1,10 +1,14 @@
-//! One host index: exact hosts, then one-label wildcard domains, each with path rules in match order. The
-//! table keeps three: every route (for :80), edge and reencrypt routes (for terminated :443 requests), and
+//! One host index: exact hosts, then one-label wildcard domains, each with path rules in match order (longest
+//! path first; for one path, HTTPRoute matches by the Gateway API's precedence, then routes without conditions).
+//! The table keeps three: every route (for :80), edge and reencrypt routes (for terminated :443 requests), and
 //! passthrough routes (for SNI on :443).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use http::{HeaderMap, Method};
+
+use super::conditions::{Conditions, RequestFacts};
 use super::{Backend, RoutePath};
 use crate::admission::{serves_subdomain, wildcard_domain};
 use crate::model::ObjectKey;
@@ -32,7 +36,10 @@ impl HostRules {
         } else {
             self.exact.entry(host.to_string()).or_default()
         };
-        if !rules.iter().any(|rule| rule.path == backend.path) {
+        if !rules.iter().any(|rule| {
+            rule.path == backend.path
+                && Conditions::same(rule.backend.conditions.as_deref(), backend.conditions.as_deref())
+        }) {
             rules.push(PathRule { path: backend.path.clone(), backend });
         }
     }
@@ -41,19 +48,30 @@ impl HostRules {
     /// room for four); call once after the last insert.
     pub fn sort(&mut self) {
         for rules in self.exact.values_mut().chain(self.wildcard.values_mut()) {
-            rules.sort_by(|a, b| a.path.match_order(&b.path));
+            // Stable: ties keep the insertion order, admission's oldest first.
+            rules.sort_by(|a, b| {
+                let (mine, theirs) = (a.backend.conditions.as_deref(), b.backend.conditions.as_deref());
+                a.path.match_order(&b.path).then_with(|| Conditions::precedence(mine, theirs))
+            });
             rules.shrink_to_fit();
         }
     }
 
-    /// The route serving `host` (already normalised) and `path` (no query string): exact host rules first,
-    /// then the wildcard rules of the host's parent domain.
+    /// The route serving `host` (already normalised) and `path` (no query string) for a `GET` without headers
+    /// or query (SNI lookups, tests).
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        if let Some(found) = self.exact.get(host).and_then(|rules| first_match(rules, path)) {
+        let headers = HeaderMap::new();
+        self.lookup_request(host, &RequestFacts { path, method: &Method::GET, headers: &headers, query: None })
+    }
+
+    /// The route serving `request` for `host` (already normalised): exact host rules first, then the wildcard
+    /// rules of the host's parent domain; in each, the first rule whose path and conditions the request meets.
+    pub fn lookup_request(&self, host: &str, request: &RequestFacts<'_>) -> Option<&Arc<Backend>> {
+        if let Some(found) = self.exact.get(host).and_then(|rules| first_match(rules, request)) {
             return Some(found);
         }
         let domain = host.split_once('.').map(|(_, domain)| domain)?;
-        self.wildcard.get(domain).and_then(|rules| first_match(rules, path))
+        self.wildcard.get(domain).and_then(|rules| first_match(rules, request))
     }
 
     /// The backend of `route` among `host`'s rules, if it has one.
@@ -75,6 +93,7 @@ impl HostRules {
     }
 }
 
-fn first_match<'t>(rules: &'t [PathRule], path: &str) -> Option<&'t Arc<Backend>> {
-    rules.iter().find(|rule| rule.path.matches(path)).map(|rule| &rule.backend)
+fn first_match<'t>(rules: &'t [PathRule], request: &RequestFacts<'_>) -> Option<&'t Arc<Backend>> {
+    let meets = |rule: &PathRule| rule.backend.conditions.as_ref().is_none_or(|c| c.accept(request));
+    rules.iter().find(|rule| rule.path.matches(request.path) && meets(rule)).map(|rule| &rule.backend)
 }

@@ -2,7 +2,7 @@
 //! route made of it carries them.
 
 use super::backends::Backends;
-use crate::model::RouteHttpHeader;
+use crate::model::{GatewayFilters, RouteHttpHeader};
 
 /// The annotation the rewrite is carried in.
 pub const REWRITE_TARGET: &str = "haproxy.router.openshift.io/rewrite-target";
@@ -12,4 +12,6 @@ pub struct Forward {
     pub request_headers: Vec<RouteHttpHeader>,
     pub response_headers: Vec<RouteHttpHeader>,
     pub rewrite_target: Option<String>,
+    /// Header values appended and a full path replacement, which Route fields cannot carry.
+    pub filters: GatewayFilters,
 }

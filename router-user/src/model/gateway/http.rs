@@ -1,10 +1,14 @@
 //! HTTPRoutes as routes: one route per hostname, rule and match, named `<httproute>-httproute-<rule>-<match>-
-//! <hostname>`. What a route can express is served: `PathPrefix` matches, backends with weights, the
-//! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`),
-//! `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) and a `RequestRedirect` to https on an HTTP
-//! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host and path on an HTTPS listener). A
-//! match the router cannot express (Exact or regular-expression paths, headers, query parameters, methods) is
-//! left out; a rule with a filter it cannot express is left out whole; each is reported.
+//! <hostname>`. What a route can express is served: the matches of `matches` (path prefixes, and exact paths,
+//! methods, headers and query parameters as conditions the route carries), backends with weights, the
+//! `RequestHeaderModifier` and `ResponseHeaderModifier` filters' `set` and `remove` (as `httpHeaders.actions`)
+//! and `add` (carried beside the route), `URLRewrite` with `ReplacePrefixMatch` (as `rewrite-target`) or
+//! `ReplaceFullPath` (carried beside the route) and a `RequestRedirect` to https on an HTTP
+//! listener (as `insecureEdgeTerminationPolicy: Redirect` of the same host, path and conditions on an HTTPS
+//! listener). A match the router cannot express (a regular-expression path) is left out; a rule with a filter it
+//! cannot express is left out whole; each is reported.
+
+use std::sync::Arc;
 
 use kube::ResourceExt;
 
@@ -14,19 +18,21 @@ use super::attach::Attaching;
 use super::backends::{backends, Backends};
 use super::forward::Forward;
 use super::listeners::{Carrier, GatewayListeners};
+use super::matches::{plan_match, MatchPlan};
 use super::parents::attach_to_parents;
 use super::translation::{Draft, Redirect, Translation};
-use crate::model::{ObjectKey, RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader, Snapshot};
+use crate::model::{GatewayFilters, MatchOrigin, ObjectKey, RequestMatch, Snapshot};
+use crate::model::{RouteHttpHeader, RouteHttpHeaderAction, RouteSetHttpHeader};
 
 /// What a served rule does.
 enum Action {
-    Forward(Forward),
+    Forward(Box<Forward>),
     RedirectToHttps,
 }
 
-/// A rule as the router serves it: its path prefixes (by match index) and its action.
+/// A rule as the router serves it: its matches (by match index) and its action.
 struct RulePlan {
-    paths: Vec<(usize, String)>,
+    matches: Vec<(usize, MatchPlan)>,
     action: Action,
 }
 
@@ -56,12 +62,22 @@ pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot:
             for host in &attachment.hostnames {
                 for (rule, plan) in plans.iter().enumerate() {
                     let Some(plan) = plan else { continue };
-                    for (index, path) in &plan.paths {
+                    for (index, matched) in &plan.matches {
                         let name = format!("{}-httproute-{rule}-{index}-{}", key.name, host.replace('*', "wildcard"));
                         let piece_key = ObjectKey::new(&namespace, name);
                         match (&plan.action, &attachment.listener.carrier) {
                             (Action::Forward(forward), carrier) => {
                                 let draft = out.drafts.entry(piece_key.clone()).or_insert_with(|| {
+                                    let origin = MatchOrigin {
+                                        namespace: namespace.clone(),
+                                        name: key.name.clone(),
+                                        rule,
+                                        index: *index,
+                                    };
+                                    let conditions = &matched.conditions;
+                                    let request_match = (!conditions.is_empty())
+                                        .then(|| Arc::new(RequestMatch { conditions: conditions.clone(), origin }));
+                                    let path = (matched.path.as_str(), request_match);
                                     Draft::http(route, &piece_key, host, path, forward, (rule, *index))
                                 });
                                 match carrier {
@@ -79,7 +95,7 @@ pub fn translate(route: &HTTPRoute, gateways: &mut [GatewayListeners], snapshot:
                                 route: (RouteKind::HTTPRoute, key.clone()),
                                 parent,
                                 host: host.clone(),
-                                path: path.clone(),
+                                matched: matched.clone(),
                             }),
                             (Action::RedirectToHttps, _) => push_once(
                                 &mut outcome.unsupported,
@@ -117,16 +133,16 @@ fn plan(
     };
     let default_match = [HTTPRouteMatch::default()];
     let matches = if rule.matches.is_empty() { &default_match[..] } else { &rule.matches };
-    let mut paths = Vec::new();
+    let mut served = Vec::new();
     for (match_index, one) in matches.iter().enumerate() {
-        match path_prefix(one) {
-            Ok(path) => paths.push((match_index, path)),
+        match plan_match(one) {
+            Ok(matched) => served.push((match_index, matched)),
             Err(what) => {
                 unsupported.push(Problem::new("UnsupportedValue", format!("rule {index} match {match_index}: {what}")));
             }
         }
     }
-    if paths.is_empty() {
+    if served.is_empty() {
         return None;
     }
     let mut forward = Forward {
@@ -134,6 +150,7 @@ fn plan(
         request_headers: Vec::new(),
         response_headers: Vec::new(),
         rewrite_target: None,
+        filters: GatewayFilters::default(),
     };
     let mut redirect = false;
     for filter in &rule.filters {
@@ -142,10 +159,11 @@ fn plan(
         }
     }
     if redirect {
-        if !rule.backend_refs.is_empty() || !forward.request_headers.is_empty() || forward.rewrite_target.is_some() {
+        let changes = !forward.request_headers.is_empty() || forward.rewrite_target.is_some();
+        if !rule.backend_refs.is_empty() || changes || !forward.filters.is_empty() {
             return refuse(unsupported, "a RequestRedirect with other filters or backendRefs".into());
         }
-        return Some(RulePlan { paths, action: Action::RedirectToHttps });
+        return Some(RulePlan { matches: served, action: Action::RedirectToHttps });
     }
     let (chosen, problems) = backends(namespace, &rule.backend_refs, snapshot);
     for problem in problems {
@@ -155,38 +173,21 @@ fn plan(
         Ok(backends) => forward.backends = backends,
         Err(problem) => return refuse(unsupported, problem.message),
     }
-    Some(RulePlan { paths, action: Action::Forward(forward) })
-}
-
-/// The route path of a match: a `PathPrefix` value without its trailing slash (the Gateway API matches
-/// `/a/` as `/a`); `Err` names what cannot be expressed.
-fn path_prefix(one: &HTTPRouteMatch) -> Result<String, String> {
-    if !one.headers.is_empty() {
-        return Err("header matches are not served".into());
-    }
-    if !one.query_params.is_empty() {
-        return Err("query parameter matches are not served".into());
-    }
-    if one.method.is_some() {
-        return Err("method matches are not served".into());
-    }
-    let kind = one.path.as_ref().and_then(|p| p.kind.as_deref()).unwrap_or("PathPrefix");
-    let value = one.path.as_ref().and_then(|p| p.value.as_deref()).unwrap_or("/");
-    if kind != "PathPrefix" {
-        return Err(format!("{kind} path matches are not served"));
-    }
-    let trimmed = value.trim_end_matches('/');
-    Ok(if trimmed.is_empty() { "/".into() } else { trimmed.into() })
+    Some(RulePlan { matches: served, action: Action::Forward(Box::new(forward)) })
 }
 
 fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut bool) -> Result<(), String> {
     match filter.kind.as_str() {
-        "RequestHeaderModifier" => {
-            header_actions(filter.request_header_modifier.as_ref(), &mut forward.request_headers)
-        }
-        "ResponseHeaderModifier" => {
-            header_actions(filter.response_header_modifier.as_ref(), &mut forward.response_headers)
-        }
+        "RequestHeaderModifier" => header_actions(
+            filter.request_header_modifier.as_ref(),
+            &mut forward.request_headers,
+            &mut forward.filters.request_header_adds,
+        ),
+        "ResponseHeaderModifier" => header_actions(
+            filter.response_header_modifier.as_ref(),
+            &mut forward.response_headers,
+            &mut forward.filters.response_header_adds,
+        ),
         "URLRewrite" => {
             let rewrite = filter.url_rewrite.as_ref().ok_or("URLRewrite without its settings")?;
             if rewrite.hostname.is_some() {
@@ -198,6 +199,13 @@ fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut 
                     forward.rewrite_target = Some(path.replace_prefix_match.clone().unwrap_or_else(|| "/".into()));
                     Ok(())
                 }
+                Some(path) if path.kind == "ReplaceFullPath" => match path.replace_full_path.as_deref() {
+                    Some(full) if full.starts_with('/') => {
+                        forward.filters.replace_full_path = Some(full.to_string());
+                        Ok(())
+                    }
+                    other => Err(format!("URLRewrite ReplaceFullPath {other:?} does not start with /")),
+                },
                 Some(path) => Err(format!("URLRewrite {} is not served", path.kind)),
             }
         }
@@ -218,10 +226,20 @@ fn apply_filter(filter: &HTTPRouteFilter, forward: &mut Forward, redirect: &mut 
     }
 }
 
-fn header_actions(modifier: Option<&HeaderModifier>, actions: &mut Vec<RouteHttpHeader>) -> Result<(), String> {
+/// A header modifier's `set` and `remove` as route actions, its `add` as values to append.
+fn header_actions(
+    modifier: Option<&HeaderModifier>,
+    actions: &mut Vec<RouteHttpHeader>,
+    adds: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     let Some(modifier) = modifier else { return Ok(()) };
-    if !modifier.add.is_empty() {
-        return Err("header modifier add is not served (set and remove are)".into());
+    for header in &modifier.add {
+        if http::HeaderName::from_bytes(header.name.as_bytes()).is_err()
+            || http::HeaderValue::from_str(&header.value).is_err()
+        {
+            return Err(format!("header modifier add {:?}: not a valid header", header.name));
+        }
+        adds.push((header.name.clone(), header.value.clone()));
     }
     for header in &modifier.set {
         actions.push(RouteHttpHeader {

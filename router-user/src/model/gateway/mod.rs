@@ -8,6 +8,7 @@
 //! - `attach`: parentRefs to listeners, hostname intersection.
 //! - `parents`: a route's outcome per parent Gateway, the same for every route kind.
 //! - `backends`: backendRefs as `to` and `alternateBackends`.
+//! - `matches`: an HTTPRoute match as a route path and the conditions carried beside it.
 //! - `http`, `tls`: HTTPRoutes and TLSRoutes as routes.
 //! - `translation`: the routes being made, and how they are finished.
 //!
@@ -18,6 +19,7 @@ mod backends;
 mod forward;
 mod http;
 mod listeners;
+mod matches;
 mod parents;
 mod tls;
 mod translation;

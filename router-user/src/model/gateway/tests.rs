@@ -63,7 +63,7 @@ fn parent(snapshot: &Snapshot, name: &str, index: usize) -> ParentOutcome {
 }
 
 #[test]
-fn rules_become_routes_with_weights_headers_and_rewrites() {
+fn rules_become_routes_with_weights_headers_rewrites_and_conditions() {
     let mut snapshot = snapshot();
     http_route(
         &mut snapshot,
@@ -79,14 +79,15 @@ fn rules_become_routes_with_weights_headers_and_rewrites() {
                 ],
                 "backendRefs": [{"name": "web", "port": 80, "weight": 3000}, {"name": "web", "port": 80, "weight": 1000}]
             }, {
-                "matches": [{"headers": [{"name": "x", "value": "y"}]}],
+                "matches": [{"headers": [{"name": "X", "value": "y"}], "method": "PUT"}, {"path": {"type": "RegularExpression", "value": "/r.*"}}],
                 "backendRefs": [{"name": "web", "port": 80}]
             }]
         }),
     );
     add_gateway_routes(&mut snapshot, CLASS);
-    assert_eq!(snapshot.routes.len(), 1, "{:?}", snapshot.routes.keys().collect::<Vec<_>>());
+    assert_eq!(snapshot.routes.len(), 3, "{:?}", snapshot.routes.keys().collect::<Vec<_>>());
     let made = route(&snapshot, "shop-httproute-0-0-shop.example.com");
+    assert!(made.spec.request_match.is_none(), "a path prefix alone needs no conditions");
     assert_eq!(made.spec.host.as_deref(), Some("shop.example.com"));
     assert_eq!(made.spec.path.as_deref(), Some("/api"), "the trailing slash is dropped");
     assert!(made.spec.tls.is_none(), "an HTTP listener only: plain");
@@ -102,12 +103,63 @@ fn rules_become_routes_with_weights_headers_and_rewrites() {
     let outcome = parent(&snapshot, "shop", 0);
     assert_eq!(outcome.attached, Ok(()));
     let reported: Vec<&str> = outcome.unsupported.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(reported, ["rule 1 match 1: RegularExpression path matches are not served"]);
+    let names: Vec<&str> = outcome.routes.iter().map(|key| key.name.as_str()).collect();
     assert_eq!(
-        reported,
-        ["rule 0 match 1: Exact path matches are not served", "rule 1 match 0: header matches are not served"]
+        names,
+        [
+            "shop-httproute-0-0-shop.example.com",
+            "shop-httproute-0-1-shop.example.com",
+            "shop-httproute-1-0-shop.example.com"
+        ]
     );
-    assert_eq!(outcome.routes, [ObjectKey::new("ns", "shop-httproute-0-0-shop.example.com")]);
     assert_eq!(snapshot.gateway_report.gateways[&ObjectKey::new("ns", "gw")].listeners[0].attached_routes, 1);
+
+    let exact = route(&snapshot, "shop-httproute-0-1-shop.example.com");
+    assert_eq!(exact.spec.path.as_deref(), Some("/x"));
+    let conditions = &exact.spec.request_match.as_ref().expect("an exact path is a condition").conditions;
+    assert!(conditions.exact_path && conditions.headers.is_empty());
+    let with_header = route(&snapshot, "shop-httproute-1-0-shop.example.com");
+    assert_eq!(with_header.spec.path.as_deref(), Some("/"), "no path: every path");
+    let request_match = with_header.spec.request_match.as_ref().expect("conditions");
+    assert_eq!(request_match.conditions.method.as_deref(), Some("PUT"));
+    assert_eq!(request_match.conditions.headers[0].name, "x", "header names lowercased");
+    assert_eq!((request_match.origin.name.as_str(), request_match.origin.rule), ("shop", 1));
+}
+
+#[test]
+fn header_adds_and_full_path_rewrites_are_carried_beside_the_route() {
+    let mut snapshot = snapshot();
+    http_route(
+        &mut snapshot,
+        "full",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "http"}],
+            "hostnames": ["full.example.com"],
+            "rules": [{
+                "filters": [
+                    {"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [{"name": "X-Add", "value": "1%"}]}},
+                    {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"add": [{"name": "X-Resp", "value": "r"}]}},
+                    {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "/one"}}}
+                ],
+                "backendRefs": [{"name": "web", "port": 80}]
+            }, {
+                "matches": [{"path": {"value": "/bad"}}],
+                "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplaceFullPath", "replaceFullPath": "one"}}}],
+                "backendRefs": [{"name": "web", "port": 80}]
+            }]
+        }),
+    );
+    add_gateway_routes(&mut snapshot, CLASS);
+    let made = route(&snapshot, "full-httproute-0-0-full.example.com");
+    let filters = made.spec.gateway_filters.as_ref().expect("filters");
+    assert_eq!(filters.request_header_adds, [("X-Add".to_string(), "1%".to_string())], "literally");
+    assert_eq!(filters.response_header_adds, [("X-Resp".to_string(), "r".to_string())]);
+    assert_eq!(filters.replace_full_path.as_deref(), Some("/one"));
+    assert!(made.spec.http_headers.is_none(), "nothing for Route fields");
+    let reported: Vec<String> = parent(&snapshot, "full", 0).unsupported.into_iter().map(|p| p.message).collect();
+    assert_eq!(reported, ["rule 1: URLRewrite ReplaceFullPath Some(\"one\") does not start with /"]);
+    assert_eq!(snapshot.routes.len(), 1);
 }
 
 #[test]
@@ -158,6 +210,44 @@ fn http_and_https_listeners_make_one_edge_route_and_a_redirect_rule_redirects_it
     let redirect = parent(&snapshot, "to-https", 0);
     assert_eq!(redirect.routes, [ObjectKey::new("ns", "site-httproute-0-0-a.example.com")]);
     assert_eq!(redirect.unsupported.len(), 1, "b.example.com has no HTTPS route: {:?}", redirect.unsupported);
+}
+
+#[test]
+fn a_redirect_rule_with_conditions_redirects_the_https_route_asking_the_same() {
+    let mut snapshot = snapshot();
+    let header = |value: &str| json!([{"headers": [{"name": "x", "value": value}]}]);
+    http_route(
+        &mut snapshot,
+        "site",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "https"}],
+            "hostnames": ["a.example.com"],
+            "rules": [{"matches": header("1"), "backendRefs": [{"name": "web", "port": 80}]},
+                      {"matches": header("2"), "backendRefs": [{"name": "web", "port": 80}]},
+                      {"backendRefs": [{"name": "web", "port": 80}]}]
+        }),
+    );
+    http_route(
+        &mut snapshot,
+        "to-https",
+        json!({
+            "parentRefs": [{"name": "gw", "sectionName": "http"}],
+            "hostnames": ["a.example.com"],
+            "rules": [{"matches": [{"headers": [{"name": "X", "value": "1"}]}, {"headers": [{"name": "x", "value": "3"}]}],
+                       "filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}}]}]
+        }),
+    );
+    add_gateway_routes(&mut snapshot, CLASS);
+    let policy = |name: &str| {
+        let made = route(&snapshot, name);
+        made.spec.tls.as_ref().and_then(|tls| tls.insecure_edge_termination_policy.clone()).unwrap_or_default()
+    };
+    assert_eq!(policy("site-httproute-0-0-a.example.com"), "Redirect", "the same header match");
+    assert_eq!(policy("site-httproute-1-0-a.example.com"), "None", "another value");
+    assert_eq!(policy("site-httproute-2-0-a.example.com"), "None", "no conditions");
+    let redirect = parent(&snapshot, "to-https", 0);
+    assert_eq!(redirect.routes, [ObjectKey::new("ns", "site-httproute-0-0-a.example.com")]);
+    assert_eq!(redirect.unsupported.len(), 1, "x: 3 has no HTTPS route: {:?}", redirect.unsupported);
 }
 
 #[test]

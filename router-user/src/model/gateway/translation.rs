@@ -3,15 +3,16 @@
 //! that attach to drafts served on HTTPS, and the report.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
 use super::super::gateway_api::{GatewayReport, Problem, RouteKind};
 use super::forward::{Forward, REWRITE_TARGET};
-use crate::model::{
-    ObjectKey, Route, RouteHttpHeaderActions, RouteHttpHeaders, RoutePort, RouteSpec, RouteTargetReference, TlsConfig,
-};
+use super::matches::MatchPlan;
+use crate::model::{ObjectKey, RequestConditions, RequestMatch, Route, RouteHttpHeaderActions, RouteHttpHeaders};
+use crate::model::{RoutePort, RouteSpec, RouteTargetReference, TlsConfig};
 
 #[derive(Default)]
 pub struct Translation {
@@ -30,21 +31,21 @@ pub struct Draft {
     pub redirect: bool,
 }
 
-/// A rule redirecting plain HTTP to https for a host and path, from parent `parent` of `route`.
+/// A rule redirecting plain HTTP to https for a host and match, from parent `parent` of `route`.
 pub struct Redirect {
     pub route: (RouteKind, ObjectKey),
     pub parent: usize,
     pub host: String,
-    pub path: String,
+    pub matched: MatchPlan,
 }
 
 impl Draft {
-    /// A route for an HTTPRoute rule's match `at` (rule, match index) on `host`.
+    /// A route for an HTTPRoute rule's match `at` (rule, match index) on `host`, with its path and conditions.
     pub fn http<K: Resource<DynamicType = ()>>(
         source: &K,
         key: &ObjectKey,
         host: &str,
-        path: &str,
+        (path, request_match): (&str, Option<Arc<RequestMatch>>),
         forward: &Forward,
         at: (usize, usize),
     ) -> Self {
@@ -62,6 +63,8 @@ impl Draft {
         let mut spec = spec(host, &forward.backends.to, &forward.backends.alternates, forward.backends.port.clone());
         spec.path = Some(path.to_string());
         spec.http_headers = headers.map(Box::new);
+        spec.request_match = request_match;
+        spec.gateway_filters = (!forward.filters.is_empty()).then(|| Arc::new(forward.filters.clone()));
         Self {
             route: Route { metadata, spec, status: None },
             http: false,
@@ -118,14 +121,16 @@ impl Draft {
 }
 
 impl Translation {
-    /// Attaches each redirect to the draft its host and path are served by on HTTPS; a redirect without one is
-    /// reported on its parent.
+    /// Attaches each redirect to the draft its host, path and conditions are served by on HTTPS; a redirect
+    /// without one is reported on its parent.
     pub fn attach_redirects(&mut self) {
         for redirect in std::mem::take(&mut self.redirects) {
             let target = self.drafts.iter_mut().find(|(_, draft)| {
                 let spec = &draft.route.spec;
+                let conditions = spec.request_match.as_ref().map(|m| &m.conditions);
                 draft.https.is_some()
-                    && spec.path.as_deref() == Some(redirect.path.as_str())
+                    && spec.path.as_deref() == Some(redirect.matched.path.as_str())
+                    && conditions.unwrap_or(&RequestConditions::default()) == &redirect.matched.conditions
                     && spec.host.as_deref() == Some(&*route_host(&redirect.host).0)
             });
             let Some(parent) = self
@@ -145,8 +150,8 @@ impl Translation {
                 }
                 None => {
                     let message = format!(
-                        "the redirect to https of {}{} is served only where an HTTPS listener serves the same host and path",
-                        redirect.host, redirect.path
+                        "the redirect to https of {}{} is served only where an HTTPS listener serves the same host and match",
+                        redirect.host, redirect.matched.path
                     );
                     let problem = Problem::new("UnsupportedValue", message);
                     if !parent.unsupported.contains(&problem) {

@@ -205,11 +205,23 @@ pub struct HTTPRouteMatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<HTTPPathMatch>,
     #[serde(default, deserialize_with = "null_as_default")]
-    pub headers: Vec<serde_json::Value>,
+    pub headers: Vec<ValueMatch>,
     #[serde(default, deserialize_with = "null_as_default")]
-    pub query_params: Vec<serde_json::Value>,
+    pub query_params: Vec<ValueMatch>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+}
+
+/// An `HTTPHeaderMatch` or `HTTPQueryParamMatch`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct ValueMatch {
+    /// `Exact` (the default) or `RegularExpression`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -175,7 +175,8 @@ mod tests {
             ["Accepted=False HostAlreadyClaimed", "ResolvedRefs=True ResolvedRefs"]
         );
         parent.routes.clear();
-        parent.unsupported = vec![Problem::new("UnsupportedValue", "rule 0 match 0: header matches are not served")];
+        parent.unsupported =
+            vec![Problem::new("UnsupportedValue", "rule 0 match 0: RegularExpression path matches are not served")];
         let none = status_of(&parent, &HashMap::new()).expect("status");
         assert_eq!(none, ["Accepted=False UnsupportedValue", "ResolvedRefs=True ResolvedRefs"]);
     }

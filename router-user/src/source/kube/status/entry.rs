@@ -71,6 +71,7 @@ mod tests {
             host: "web.example.com".into(),
             path: "/".into(),
             wildcard_policy: "None",
+            request_match: None,
             result,
         }
     }
