@@ -81,8 +81,9 @@ fn dated_route(name: &str, host: &str, path: &str, service: &str, created: &str)
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrite() {
+/// Backends a, b and c as Services of namespace `shop`, and the Gateway of the class, in a manifest directory (the
+/// backends serve as long as the caller holds them).
+async fn shop_backends_behind_the_gateway() -> ((TestBackend, TestBackend, TestBackend), ManifestDir) {
     let (a, b, c) = (TestBackend::start("a").await, TestBackend::start("b").await, TestBackend::start("c").await);
     let dir = ManifestDir::new();
     dir.write(
@@ -90,6 +91,12 @@ async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrit
         &[service("shop", "a", &[a.addr]), service("shop", "b", &[b.addr]), service("shop", "c", &[c.addr])].concat(),
     );
     dir.write("gateway.yaml", &gateway(CLASS));
+    ((a, b, c), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_httproute_is_served_by_path_with_weights_header_changes_and_a_rewrite() {
+    let (_backends, dir) = shop_backends_behind_the_gateway().await;
     dir.write("httproute.yaml", &shop_route());
     // A Route older than the HTTPRoute holds /old; one younger than it loses /api.
     dir.write(
@@ -174,13 +181,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn httproute_matches_route_by_exact_path_headers_method_and_query_in_precedence_order() {
-    let (a, b, c) = (TestBackend::start("a").await, TestBackend::start("b").await, TestBackend::start("c").await);
-    let dir = ManifestDir::new();
-    dir.write(
-        "services.yaml",
-        &[service("shop", "a", &[a.addr]), service("shop", "b", &[b.addr]), service("shop", "c", &[c.addr])].concat(),
-    );
-    dir.write("gateway.yaml", &gateway(CLASS));
+    let (_backends, dir) = shop_backends_behind_the_gateway().await;
     dir.write("httproute.yaml", MATCHES);
     // Younger than the HTTPRoute, on a path one of its matches shares with a header condition: both are served.
     dir.write("routes.yaml", &dated_route("legacy", "match.example.com", "/legacy", "a", "2025-01-01T00:00:00Z"));

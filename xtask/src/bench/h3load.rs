@@ -6,10 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
-
-use super::loadgen::{failed_requests, parse_h2load_log, shell_line, LatencyOutput, CLIENT_CPU, RUN_SLACK};
-use super::process::output_within;
+use super::loadgen::{run_logged, shell_line, LatencyOutput, CLIENT_CPU, RUN_SLACK};
 
 #[derive(Clone, Debug)]
 pub struct H3load {
@@ -57,15 +54,6 @@ impl H3load {
     pub fn run(&self) -> anyhow::Result<LatencyOutput> {
         let _ = std::fs::remove_file(&self.log);
         let limit = self.duration + RUN_SLACK;
-        let out = output_within(Command::new("taskset").args(self.args()), limit).context("running h3load")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            bail!("h3load failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
-        }
-        let log = std::fs::read_to_string(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
-        let mut parsed = parse_h2load_log(&log)?;
-        parsed.failed = failed_requests(parsed.failed, &text);
-        parsed.seconds = self.duration.as_secs_f64();
-        Ok(parsed)
+        run_logged("h3load", Command::new("taskset").args(self.args()), limit, &self.log, self.duration)
     }
 }

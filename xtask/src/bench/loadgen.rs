@@ -287,16 +287,7 @@ impl H2load {
         let limit = self.duration + RUN_SLACK;
         let mut command = Command::new("taskset");
         command.args(self.args()).envs(self.env());
-        let out = output_within(&mut command, limit).context("running h2load")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            bail!("h2load failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
-        }
-        let log = std::fs::read_to_string(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
-        let mut parsed = parse_h2load_log(&log)?;
-        parsed.failed = failed_requests(parsed.failed, &text);
-        parsed.seconds = self.duration.as_secs_f64();
-        Ok(parsed)
+        run_logged("h2load", &mut command, limit, &self.log, self.duration)
     }
 }
 
@@ -351,7 +342,28 @@ pub fn parse_h2load_log(text: &str) -> anyhow::Result<LatencyOutput> {
 /// The failed requests of a run, each counted once: h2load's summary has them all (errored streams, 4xx/5xx,
 /// timeouts, requests lost with a connection, which have no log line); `logged`, the log's count, stands in
 /// should the summary be missing.
-pub fn failed_requests(logged: u64, summary: &str) -> u64 {
+/// Runs a load generator that writes h2load's per-request log (h2load, h3load) and reads what it measured over
+/// `duration`.
+pub fn run_logged(
+    name: &str,
+    command: &mut Command,
+    limit: Duration,
+    log: &Path,
+    duration: Duration,
+) -> anyhow::Result<LatencyOutput> {
+    let out = output_within(command, limit).with_context(|| format!("running {name}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!("{name} failed ({}): {}{}", out.status, text, String::from_utf8_lossy(&out.stderr));
+    }
+    let log = std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let mut parsed = parse_h2load_log(&log)?;
+    parsed.failed = failed_requests(parsed.failed, &text);
+    parsed.seconds = duration.as_secs_f64();
+    Ok(parsed)
+}
+
+fn failed_requests(logged: u64, summary: &str) -> u64 {
     logged.max(parse_h2load_failures(summary))
 }
 

@@ -208,6 +208,11 @@ pub fn self_signed_certificate(dir: &Path, domain: &str) -> anyhow::Result<(Stri
 }
 
 fn openssl(args: &[&str]) -> anyhow::Result<()> {
+    openssl_output(args).map(drop)
+}
+
+/// `openssl <args>`'s standard output; an error with its standard error when it fails.
+pub fn openssl_output(args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("openssl")
         .args(args)
         .stdin(Stdio::null())
@@ -216,11 +221,11 @@ fn openssl(args: &[&str]) -> anyhow::Result<()> {
     anyhow::ensure!(
         out.status.success(),
         "openssl {} failed ({}): {}",
-        args.first().unwrap_or(&""),
+        args.iter().take(2).copied().collect::<Vec<_>>().join(" "),
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    Ok(())
+    String::from_utf8(out.stdout).context("openssl wrote text that is not UTF-8")
 }
 
 fn path(p: &Path) -> String {

@@ -3,11 +3,9 @@
 //! bench's CA. Each is one `openssl req -x509 -CA` (OpenSSL 3), on two threads: about 20,000 certificates take
 //! about a minute here.
 
-use std::process::{Command, Stdio};
-
 use anyhow::Context as _;
 
-use super::pki::Pki;
+use super::pki::{openssl_output, Pki};
 use super::routes::{RouteSet, Termination};
 
 /// Gives every edge and reencrypt route of `set` a certificate of its own (its CA and destination CA kept).
@@ -68,18 +66,7 @@ fn sign(pki: &Pki, host: &str, serial: usize) -> anyhow::Result<String> {
         "-addext",
         "extendedKeyUsage=serverAuth",
     ];
-    let out = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .context("running openssl (apt package openssl)")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "openssl req -x509 -CA for {host} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).context("openssl wrote a non-UTF-8 certificate")
+    openssl_output(&args).with_context(|| format!("a certificate for {host}"))
 }
 
 #[cfg(test)]
