@@ -77,12 +77,17 @@ impl EndpointHealth {
 
     /// How long until the next active check is due (zero when it is due now).
     pub fn next_check_in(&self) -> Duration {
-        Duration::from_millis(self.next_check_ms.load(Ordering::Relaxed).saturating_sub(now_ms()))
+        Duration::from_millis(self.next_check_at().saturating_sub(now_ms()))
     }
 
-    /// True (and the next check scheduled `interval` later) when a check is due.
-    pub fn check_due(&self, interval: Duration) -> bool {
-        let now = now_ms();
+    /// When the next active check is due, on [`now_ms`]'s clock (0: now). No clock read, for callers that look
+    /// at many endpoints against one reading.
+    pub fn next_check_at(&self) -> u64 {
+        self.next_check_ms.load(Ordering::Relaxed)
+    }
+
+    /// True (and the next check scheduled `interval` later) when a check is due at `now` ([`now_ms`]).
+    pub fn check_due(&self, now: u64, interval: Duration) -> bool {
         let due = self.next_check_ms.load(Ordering::Relaxed);
         if due > now {
             return false;
@@ -103,7 +108,8 @@ impl EndpointHealth {
     }
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds on the process clock the health deadlines use (never 0).
+pub fn now_ms() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     // +1 so that a real deadline is never 0, which means "none".
     EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1

@@ -12,7 +12,7 @@ mod weights;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use endpoint_health::EndpointHealth;
+pub use endpoint_health::{now_ms, EndpointHealth};
 pub use random::next_random;
 pub use retry::{AttemptError, Attempts, EndpointTrial, GaveUp, PickedEndpoint, MAX_ATTEMPTS};
 pub use round_robin::RoundRobin;

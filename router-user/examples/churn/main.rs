@@ -32,6 +32,8 @@ use router::source::manifest::{spawn_watch, ManifestSource};
 use router::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use tokio::sync::{mpsc, watch};
 
+mod own_certificates;
+
 /// Time given to each change (it and what it leaves to do off the critical path), and the quiet window measured.
 const WINDOW: Duration = Duration::from_millis(500);
 
@@ -44,10 +46,14 @@ struct Args {
     /// `ROUTER_BACKEND_CHECK_INTERVAL`: the pods do not exist here, so checks (5 s, as in the bench, by default)
     /// cost refused connects; a long interval keeps them out of the `cpu` figure.
     check_interval: Duration,
+    /// The `tls-40000` bench group's shape: `--routes` split into HTTP, edge, reencrypt and passthrough routes,
+    /// every edge and reencrypt route with a certificate of its own.
+    mixed: bool,
 }
 
 fn args() -> Args {
-    let mut args = Args { routes: 10_000, pods: 4, changes: 20, hog: false, check_interval: Duration::from_secs(5) };
+    let mut args =
+        Args { routes: 10_000, pods: 4, changes: 20, hog: false, check_interval: Duration::from_secs(5), mixed: false };
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
         let mut number = || words.next().and_then(|n| n.parse().ok()).expect("a number after the flag");
@@ -56,8 +62,11 @@ fn args() -> Args {
             "--pods" => args.pods = number(),
             "--changes" => args.changes = number(),
             "--hog" => args.hog = true,
+            "--mixed" => args.mixed = true,
             "--check-interval" => args.check_interval = Duration::from_secs(number() as u64),
-            other => panic!("unknown argument {other}: --routes N --pods N --changes N --check-interval SECS --hog"),
+            other => {
+                panic!("unknown argument {other}: --routes N --pods N --changes N --check-interval SECS --hog --mixed")
+            }
         }
     }
     args
@@ -110,7 +119,13 @@ async fn main() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let pods = loopback_pods(args.pods, 8080);
-    write_atomically(&dir.path().join("routes.yaml"), &RouteSet::http(args.routes, &pods).to_yaml());
+    let set = match args.mixed {
+        true => own_certificates::mixed_set(args.routes / 4, &pods),
+        false => RouteSet::http(args.routes, &pods),
+    };
+    let routes = set.routes.len();
+    write_atomically(&dir.path().join("routes.yaml"), &set.to_yaml());
+    drop(set);
 
     let default_certificate = router::tls::default_certificate(None, None).expect("generated certificate");
     let defaults = RouterDefaults { health_check_interval: args.check_interval, ..RouterDefaults::default() };
@@ -147,11 +162,11 @@ async fn main() {
     let started = Instant::now();
     let _watch = spawn_watch(ManifestSource::new(dir.path()), source_tx);
     tokio::spawn(publisher.run(updates_rx));
-    published.wait_for(|table| table.routes_admitted() == args.routes).await.expect("publisher runs");
+    published.wait_for(|table| table.routes_admitted() == routes).await.expect("publisher runs");
     println!(
         "{} routes, {} endpoints: first table after {:.0} ms{}",
-        args.routes,
-        args.routes * args.pods,
+        routes,
+        routes * args.pods,
         ms(started.elapsed()),
         if args.hog { " (with a spinning thread)" } else { "" }
     );
