@@ -95,7 +95,7 @@ impl Publisher {
         self.metrics.template_router.observe_write_config(elapsed);
         self.metrics.table_generation.set(table.generation as i64);
         let admitted = table.routes_admitted();
-        let rejected = table.outcomes.len() - admitted;
+        let rejected = table.routes_rejected();
         self.metrics.routes_loaded.set(admitted as i64);
         self.metrics.routes_rejected.set(rejected as i64);
         info!(
@@ -123,9 +123,8 @@ impl Publisher {
 
 /// Logs each rejection once: only those that were not already in the previous table.
 fn log_new_rejections(previous: &RouteTable, next: &RouteTable) {
-    let before: HashSet<_> =
-        previous.outcomes.iter().filter_map(|o| o.result.as_ref().err().map(|r| (&o.key, r))).collect();
-    for outcome in &next.outcomes {
+    let before: HashSet<_> = previous.outcomes().filter_map(|o| o.result.as_ref().err().map(|r| (&o.key, r))).collect();
+    for outcome in next.outcomes() {
         if let Err(rejection) = &outcome.result {
             if !before.contains(&(&outcome.key, rejection)) {
                 warn!(route = %outcome.key, reason = rejection.reason, "{}", rejection.message);
@@ -136,9 +135,9 @@ fn log_new_rejections(previous: &RouteTable, next: &RouteTable) {
 
 /// Logs each annotation problem once (those not already in the previous table); returns how many were new.
 fn log_new_warnings(previous: &RouteTable, next: &RouteTable) -> u64 {
-    let before: HashSet<_> = previous.warnings.iter().collect();
+    let before: HashSet<_> = previous.warnings().collect();
     let mut new = 0;
-    for warning @ (route, message) in &next.warnings {
+    for warning @ (route, message) in next.warnings() {
         if !before.contains(warning) {
             warn!(route = %route, "{message}");
             new += 1;

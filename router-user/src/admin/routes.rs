@@ -8,8 +8,7 @@ use crate::table::RouteTable;
 
 pub fn render(table: &RouteTable) -> String {
     let routes: Vec<_> = table
-        .outcomes
-        .iter()
+        .outcomes()
         .map(|outcome| {
             let mut entry = json!({
                 "namespace": outcome.key.namespace,
@@ -27,7 +26,7 @@ pub fn render(table: &RouteTable) -> String {
                 entry["message"] = json!(rejection.message);
             }
             let warnings: Vec<&str> =
-                table.warnings.iter().filter(|(key, _)| *key == outcome.key).map(|(_, w)| w.as_str()).collect();
+                table.warnings().filter(|(key, _)| *key == outcome.key).map(|(_, w)| w.as_str()).collect();
             if !warnings.is_empty() {
                 entry["warnings"] = json!(warnings);
             }

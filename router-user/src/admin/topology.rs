@@ -10,7 +10,7 @@ use crate::table::{Backend, RouteTable, Termination};
 pub fn topology(table: &RouteTable) -> Topology {
     let mut seen = HashSet::new();
     let mut backends = Vec::new();
-    let all = table.http.backends().chain(table.https.backends()).chain(table.passthrough.backends());
+    let all = table.http().backends().chain(table.https().backends()).chain(table.passthrough().backends());
     for backend in all {
         if seen.insert(backend.labels.backend.clone()) {
             backends.push(view(backend));

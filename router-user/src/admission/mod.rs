@@ -100,13 +100,24 @@ pub struct Admission<'a> {
 
 /// Runs the whole chain over `snapshot`.
 pub fn admit<'a>(snapshot: &'a Snapshot, settings: &AdmissionSettings) -> Admission<'a> {
+    admit_routes(snapshot, oldest_first(snapshot), settings)
+}
+
+/// Runs the whole chain over `routes` (oldest first) of `snapshot`: a set that shares no host (nor, with
+/// wildcard routes allowed, any wildcard domain) with the snapshot's other routes is admitted as it would be
+/// among them.
+pub fn admit_routes<'a>(
+    snapshot: &'a Snapshot,
+    routes: Vec<(&'a ObjectKey, &'a Route)>,
+    settings: &AdmissionSettings,
+) -> Admission<'a> {
     let mut outcomes = Vec::new();
     let rejected = |candidate: &Admitted<'_>, rejection: Rejection, outcomes: &mut Vec<RouteOutcome>| {
         outcomes.push(outcome(candidate, Err(rejection)));
     };
 
     let mut candidates = Vec::new();
-    for (key, route) in oldest_first(snapshot) {
+    for (key, route) in routes {
         if !in_shard(snapshot, key, route, settings) {
             continue;
         }
@@ -170,7 +181,11 @@ fn outcome(candidate: &Admitted<'_>, result: Result<(), Rejection>) -> RouteOutc
 /// namespace/name so that manifests without either still order deterministically. The snapshot lists them by
 /// namespace/name already, and the sort is stable: ties keep that order without comparing keys.
 pub fn oldest_first(snapshot: &Snapshot) -> Vec<(&ObjectKey, &Route)> {
-    let mut routes: Vec<(&ObjectKey, &Route)> = snapshot.routes.iter().map(|(key, route)| (key, &**route)).collect();
+    sort_oldest_first(snapshot.routes.iter().map(|(key, route)| (key, &**route)).collect())
+}
+
+/// `routes` (in namespace/name order) in the OpenShift router's order, as `oldest_first`.
+pub fn sort_oldest_first<'a>(mut routes: Vec<(&'a ObjectKey, &'a Route)>) -> Vec<(&'a ObjectKey, &'a Route)> {
     fn age(route: &Route) -> Option<&k8s_openapi::jiff::Timestamp> {
         route.metadata.creation_timestamp.as_ref().map(|t| &t.0)
     }

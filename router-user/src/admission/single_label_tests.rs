@@ -281,7 +281,7 @@ fn check(rows: &'static [Row], settings: &AdmissionSettings, decide: impl Fn(&[&
 fn assert_admitted_routes_are_served(rows: &[&Row], settings: &AdmissionSettings) {
     let options = BuildOptions { admission: settings.clone(), ..Default::default() };
     let table = build(&snapshot(rows), &options, 1);
-    for outcome in table.outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
+    for outcome in table.outcomes().filter(|outcome| outcome.result.is_ok()) {
         let wildcard = outcome.wildcard_policy == "Subdomain";
         let host = match serves_subdomain(&outcome.host, wildcard) {
             true => format!("probe.{}", wildcard_domain(&outcome.host)),
@@ -318,7 +318,7 @@ fn valid_rows_and_single_label_wildcard_hosts_are_served() {
     let options = BuildOptions { admission: wildcard_settings(false), ..Default::default() };
     let rows: Vec<&Row> = vec![&("ns", "wild", "myapp", "", true, 0, &[]), &("ns", "web", "com", "", false, 1, &[])];
     let table = build(&snapshot(&rows), &options, 1);
-    assert!(table.outcomes.iter().all(|o| o.result.is_ok()), "{:?}", table.outcomes);
+    assert!(table.outcomes().all(|o| o.result.is_ok()), "{:?}", table.outcomes().collect::<Vec<_>>());
     let served = |host: &str| table.lookup(host, "/").map(|backend| backend.route.name.clone());
     assert_eq!(served("myapp").as_deref(), Some("wild"));
     assert_eq!(served("com").as_deref(), Some("web"));
@@ -329,7 +329,7 @@ fn valid_rows_and_single_label_wildcard_hosts_are_served() {
     let mut snapshot = Snapshot::default();
     snapshot.routes.insert(ObjectKey::new("ns", "pass"), Arc::new(passthrough));
     let table = build(&snapshot, &options, 1);
-    assert!(table.outcomes.iter().all(|o| o.result.is_ok()), "{:?}", table.outcomes);
-    let by_sni = table.passthrough.lookup("secure", "").map(|backend| backend.route.name.clone());
+    assert!(table.outcomes().all(|o| o.result.is_ok()), "{:?}", table.outcomes().collect::<Vec<_>>());
+    let by_sni = table.passthrough().lookup("secure", "").map(|backend| backend.route.name.clone());
     assert_eq!(by_sni.as_deref(), Some("pass"));
 }

@@ -32,8 +32,7 @@ fn table(rows: &[Row]) -> RouteTable {
 
 fn rejected(table: &RouteTable) -> Vec<String> {
     let mut names: Vec<String> = table
-        .outcomes
-        .iter()
+        .outcomes()
         .filter_map(|outcome| {
             let rejection = outcome.result.as_ref().err()?;
             assert_eq!(rejection.reason, "HostAlreadyClaimed", "{}: {}", outcome.key.name, rejection.message);
@@ -46,7 +45,7 @@ fn rejected(table: &RouteTable) -> Vec<String> {
 
 /// Every route name the table serves for test.com, on :80 (`http`), terminated :443 (`https`) or by SNI.
 fn served(table: &RouteTable) -> Vec<String> {
-    let mut names: Vec<String> = [&table.http, &table.https, &table.passthrough]
+    let mut names: Vec<String> = [table.http(), table.https(), table.passthrough()]
         .into_iter()
         .flat_map(|rules| rules.backends().map(|backend| backend.route.name.clone()))
         .collect();

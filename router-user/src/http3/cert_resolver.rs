@@ -41,10 +41,10 @@ impl ResolvesServerCert for SniResolver {
         let sni = client_hello.server_name().map(|name| name.trim_end_matches('.').to_ascii_lowercase());
         let sni = sni.as_deref();
         let table = self.context.table.load();
-        if sni.is_some_and(|name| table.passthrough.lookup(name, "/").is_some()) {
+        if sni.is_some_and(|name| table.passthrough().lookup(name, "/").is_some()) {
             return self.refuse("http3_passthrough", sni);
         }
-        if table.client_auth.find(sni).is_some() {
+        if table.client_auth(sni).is_some() {
             return self.refuse("http3_route_client_certificates", sni);
         }
         let Some(certs) = table.certs.as_ref() else {

@@ -37,7 +37,7 @@ pub async fn serve_connection(
         };
         let passthrough = hello.server_name.as_deref().and_then(|name| {
             let table = context.table.load();
-            table.passthrough.lookup(name, "/").cloned()
+            table.passthrough().lookup(name, "/").cloned()
         });
         match passthrough {
             Some(backend) => passthrough::relay_to_pod(stream, client, hello.buffered, backend, &context).await,

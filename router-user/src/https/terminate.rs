@@ -34,7 +34,7 @@ pub async fn serve(
     let Ok(local) = stream.local_addr() else { return };
     let (certs, route_check) = {
         let table = context.table.load();
-        (table.certs.clone(), table.client_auth.find(hello.server_name.as_deref()).cloned())
+        (table.certs.clone(), table.client_auth(hello.server_name.as_deref()).cloned())
     };
     let Some(certs) = certs else {
         fail("no_certificate");

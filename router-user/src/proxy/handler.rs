@@ -266,7 +266,7 @@ impl HttpProxy {
         };
         let host = normalize_request_host(&raw_host).into_owned();
         let table = self.table.load();
-        let rules = if connection.is_tls() { &table.https } else { &table.http };
+        let rules = if connection.is_tls() { table.https() } else { table.http() };
         let facts = RequestFacts {
             path: request.uri().path(),
             method: request.method(),

@@ -8,19 +8,24 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use rustls::sign::CertifiedKey;
+
 use super::changes::Changes;
-use super::client_auth_hosts::ClientAuthHosts;
 use super::client_tls::CLIENT_TLS_VALIDATION_FAILED;
 use super::endpoints::EndpointIndex;
+use super::plan::{Job, Plan};
+use super::shards::{Shard, ShardBy, SHARDS};
+use super::slice_index::SliceIndex;
 use super::tls_material::{RouteTls, TlsBuild};
-use super::{Backend, Conditions, Endpoint, HostRules, HttpAction, RoutePath, RouteTable, Termination};
-use crate::admission::{admit, serves_subdomain, wildcard_domain, AdmissionSettings, Admitted, Rejection};
+use super::{Backend, Conditions, Endpoint, HttpAction, RoutePath, RouteTable, Termination};
+use crate::admission::{admit_routes, serves_subdomain, sort_oldest_first, wildcard_domain};
+use crate::admission::{AdmissionSettings, Admitted, Rejection};
 use crate::balance::{endpoint_weights, service_weight, Balancer, EndpointHealth, InFlight};
 use crate::metrics::{BackendLabels, CountersSlot, RequestCounters};
 use crate::model::{ObjectKey, Route, Snapshot};
 use crate::policy::{CookieValue, RoutePolicy, RouterDefaults};
 use crate::protection::{ConnectionSlots, RateLimiter};
-use crate::tls::CertStoreBuilder;
+use crate::tls::{CertStore, CertStoreBuilder};
 
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
@@ -37,13 +42,14 @@ pub fn build(snapshot: &Snapshot, options: &BuildOptions, generation: u64) -> Ro
 }
 
 /// `build`, taking over from `previous` (the snapshot and the table built from it with the same `options`)
-/// the compiled backend of every admitted route whose inputs are unchanged: the same route object, the same
-/// endpoint objects of each of its services, the same TLS termination and reencrypt upstream. A backend is a
-/// function of those inputs, so the table equals a fresh build, except that such a route keeps its runtime
-/// state (health, requests in flight, balancer position, rate limits) instead of starting anew: a change to
-/// one route leaves the others as they were. A backend compiled anew takes over the health of the endpoints
-/// (by server id) of the same route's previous backend, as `RouteTable::inherit_health` would. At 10,000
-/// routes this turns a change of one route from a full compile into admission plus the changed route.
+/// what did not change. Shards (see `shards`) that no change touched are the previous table's, as they were.
+/// In a shard compiled anew, the backend of every admitted route whose inputs are unchanged (the same route
+/// object, the same endpoint objects of each of its services, the same TLS termination and reencrypt upstream)
+/// is taken over too. A backend is a function of those inputs, so the table equals a fresh build, except that
+/// such a route keeps its runtime state (health, requests in flight, balancer position, rate limits) instead
+/// of starting anew: a change to one route leaves the others as they were. A backend compiled anew takes over
+/// the health of the endpoints (by server id) of the same route's previous backend, as
+/// `RouteTable::inherit_health` would.
 pub fn build_from(
     snapshot: &Snapshot,
     options: &BuildOptions,
@@ -51,17 +57,77 @@ pub fn build_from(
     previous: Option<(&Snapshot, &RouteTable)>,
 ) -> RouteTable {
     let started = Instant::now();
-    let mut admission = admit(snapshot, &options.admission);
-    let admitted_at = started.elapsed();
-    let index = EndpointIndex::new(snapshot, options.allow_loopback_endpoints);
+    let shard_by = ShardBy::new(options.admission.allow_wildcard_routes);
     let previous = previous.map(|(before, table)| Previous::new(before, table, snapshot));
-    let compared_at = started.elapsed();
-    let mut compiled = 0;
-    let (mut http, mut https, mut passthrough) = (HostRules::default(), HostRules::default(), HostRules::default());
-    let mut certs = options.tls.default_certificate.clone().map(CertStoreBuilder::new);
+    let settings = &options.admission;
+    let plan = previous
+        .as_ref()
+        .filter(|previous| previous.table.shard_by == shard_by)
+        .and_then(|previous| Plan::incremental(&previous.table.shards, &previous.changes, settings, shard_by))
+        .unwrap_or_else(|| Plan::full(snapshot, settings, shard_by));
+    let slices = match previous.as_ref().filter(|previous| previous.table.slices.is_built()) {
+        Some(previous) => {
+            let changes = &previous.changes;
+            previous.table.slices.updated(&changes.slices_before, &changes.slices_now)
+        }
+        None => SliceIndex::new(snapshot),
+    };
+    let planned_at = started.elapsed();
+    let index = EndpointIndex::new(snapshot, options.allow_loopback_endpoints).with_slices(&slices);
+    let (mut compiled, mut shards_compiled, mut certs_changed) = (0, 0, previous.is_none());
+    let mut shards = Vec::with_capacity(SHARDS);
+    for (at, job) in plan.jobs.into_iter().enumerate() {
+        match job {
+            Job::Keep(shard) => shards.push(shard),
+            Job::Compile(members) => {
+                let shard = compile_shard(snapshot, options, members, &index, previous.as_ref(), &mut compiled);
+                let before = previous.as_ref().and_then(|previous| previous.table.shards.get(at));
+                certs_changed |= !before.is_some_and(|before| before.certs.same_as(&shard.certs));
+                shards_compiled += 1;
+                shards.push(Arc::new(shard));
+            }
+        }
+    }
+    let certs = match previous.as_ref().filter(|_| !certs_changed) {
+        Some(previous) => previous.table.certs.clone(),
+        None => options.tls.default_certificate.clone().map(|default| Arc::new(cert_store(default, &shards))),
+    };
+    options.tls.sweep();
+    let ms = |elapsed: Duration| elapsed.as_secs_f64() * 1e3;
+    tracing::debug!(
+        generation,
+        shards_compiled,
+        compiled,
+        plan_ms = ms(planned_at),
+        shards_ms = ms(started.elapsed() - planned_at),
+        "route table built"
+    );
+    RouteTable { generation, shard_by, shards, certs, slices }
+}
+
+/// Admits and compiles the routes of one shard (`members`, keys of `snapshot`'s routes).
+fn compile_shard(
+    snapshot: &Snapshot,
+    options: &BuildOptions,
+    mut members: Vec<ObjectKey>,
+    index: &EndpointIndex<'_>,
+    previous: Option<&Previous<'_>>,
+    compiled: &mut usize,
+) -> Shard {
+    members.sort_unstable();
+    members.dedup();
+    let routes: Vec<(&ObjectKey, &Route)> =
+        members.iter().filter_map(|key| snapshot.routes.get(key).map(|route| (key, &**route))).collect();
+    let services = routes
+        .iter()
+        .flat_map(|(key, route)| {
+            let services = std::iter::once(&route.spec.to).chain(route.spec.alternate_backends.iter().take(3));
+            services.map(|service| (key.namespace.clone(), service.name.clone()))
+        })
+        .collect();
+    let mut admission = admit_routes(snapshot, sort_oldest_first(routes), &options.admission);
+    let mut shard = Shard::default();
     let mut certified_hosts = HashSet::new();
-    let mut client_auth = ClientAuthHosts::default();
-    let mut warnings = Vec::new();
 
     for admitted in &admission.admitted {
         let (host, wildcard) = (admitted.host.as_str(), admitted.wildcard);
@@ -70,7 +136,7 @@ pub fn build_from(
         let tls = options.tls.route(admitted, snapshot).and_then(|tls| {
             let terminated = matches!(tls.termination, Some(Termination::Edge | Termination::Reencrypt));
             let domain = serves_subdomain(host, wildcard).then(|| wildcard_domain(host));
-            match !terminated || client_auth.claim(host, domain, &tls.client_auth) {
+            match !terminated || shard.client_auth.claim(host, domain, &tls.client_auth) {
                 true => Ok(tls),
                 false => Err(Rejection::new(
                     CLIENT_TLS_VALIDATION_FAILED,
@@ -89,67 +155,65 @@ pub fn build_from(
             }
         };
         let certificate = tls.certificate.clone();
-        let backend = match previous.as_ref().and_then(|previous| previous.reusable(admitted, &index, &tls)) {
+        let backend = match previous.and_then(|previous| previous.reusable(admitted, index, &tls)) {
             Some((backend, route_warnings)) => {
-                warnings.extend(route_warnings.iter().map(|w| (admitted.key.clone(), w.clone())));
+                shard.warnings.extend(route_warnings.iter().map(|w| (admitted.key.clone(), w.clone())));
                 backend
             }
             None => {
-                compiled += 1;
+                *compiled += 1;
                 let tls_warning = tls.warning.clone();
-                let (backend, route_warnings) = backend_for(admitted, &index, &options.defaults, tls);
+                let (backend, route_warnings) = backend_for(admitted, index, &options.defaults, tls);
                 let route_warnings = route_warnings.into_iter().chain(tls_warning);
-                warnings.extend(route_warnings.map(|w| (admitted.key.clone(), w)));
-                if let Some(old) = previous.as_ref().and_then(|previous| previous.backend_of(admitted)) {
+                shard.warnings.extend(route_warnings.map(|w| (admitted.key.clone(), w)));
+                if let Some(old) = previous.and_then(|previous| previous.backend_of(admitted)) {
                     backend.inherit_health(old);
                 }
                 Arc::new(backend)
             }
         };
         match backend.termination {
-            Some(Termination::Passthrough) => passthrough.insert(host, wildcard, backend.clone()),
+            Some(Termination::Passthrough) => shard.passthrough.insert(host, wildcard, backend.clone()),
             Some(Termination::Edge | Termination::Reencrypt) => {
-                https.insert(host, wildcard, backend.clone());
+                shard.https.insert(host, wildcard, backend.clone());
                 // The oldest route of a host serves its certificate; every route carrying one counts as its user.
-                if let (Some(store), Some(key)) = (certs.as_mut(), certificate) {
-                    store.count_use(&key);
+                if let Some(key) = certificate {
+                    shard.certs.uses.push(key.clone());
                     let subdomain = serves_subdomain(host, wildcard);
                     if certified_hosts.insert((host.to_string(), subdomain)) {
                         match subdomain {
-                            true => store.insert_wildcard(wildcard_domain(host), key),
-                            false => store.insert_exact(host, key),
+                            true => shard.certs.wildcard.push((wildcard_domain(host).to_string(), key)),
+                            false => shard.certs.exact.push((host.to_string(), key)),
                         }
                     }
                 }
             }
             None => {}
         }
-        http.insert(host, wildcard, backend);
+        shard.http.insert(host, wildcard, backend);
     }
-    options.tls.sweep();
-    for rules in [&mut http, &mut https, &mut passthrough] {
+    for rules in [&mut shard.http, &mut shard.https, &mut shard.passthrough] {
         rules.sort();
     }
-    let ms = |elapsed: Duration| elapsed.as_secs_f64() * 1e3;
-    tracing::debug!(
-        generation,
-        compiled,
-        taken_over = admission.admitted.len() - compiled,
-        admission_ms = ms(admitted_at),
-        changes_ms = ms(compared_at - admitted_at),
-        backends_ms = ms(started.elapsed() - compared_at),
-        "route table built"
-    );
-    RouteTable {
-        generation,
-        http,
-        https,
-        passthrough,
-        certs: certs.map(|store| Arc::new(store.build())),
-        client_auth,
-        outcomes: admission.outcomes,
-        warnings,
+    shard.outcomes = admission.outcomes;
+    shard.members = members;
+    shard.services = services;
+    shard
+}
+
+/// The certificates of every shard's hosts around `default`.
+fn cert_store(default: Arc<CertifiedKey>, shards: &[Arc<Shard>]) -> CertStore {
+    let mut store = CertStoreBuilder::new(default);
+    for certs in shards.iter().map(|shard| &shard.certs) {
+        certs.uses.iter().for_each(|key| store.count_use(key));
+        for (host, key) in &certs.exact {
+            store.insert_exact(host.as_str(), key.clone());
+        }
+        for (domain, key) in &certs.wildcard {
+            store.insert_wildcard(domain.as_str(), key.clone());
+        }
     }
+    store.build()
 }
 
 /// The previous build's backends, and what changed since its snapshot, for `build_from`.
@@ -163,7 +227,7 @@ struct Previous<'p> {
 impl<'p> Previous<'p> {
     fn new(snapshot: &'p Snapshot, table: &'p RouteTable, now: &'p Snapshot) -> Self {
         let mut warnings: HashMap<&ObjectKey, Vec<String>> = HashMap::new();
-        for (key, warning) in &table.warnings {
+        for (key, warning) in table.warnings() {
             warnings.entry(key).or_default().push(warning.clone());
         }
         Self { snapshot, table, changes: Changes::between(snapshot, now), warnings }
@@ -173,14 +237,14 @@ impl<'p> Previous<'p> {
     /// changed, rare enough for a scan) under the host its previous outcome names.
     fn backend_of(&self, admitted: &Admitted<'_>) -> Option<&'p Arc<Backend>> {
         let key = admitted.key;
-        if let Some(backend) = self.table.http.find(&admitted.host, admitted.wildcard, key) {
+        if let Some(backend) = self.table.http().find(&admitted.host, admitted.wildcard, key) {
             return Some(backend);
         }
         if !self.snapshot.routes.contains_key(key) {
             return None;
         }
-        let outcome = self.table.outcomes.iter().find(|o| &o.key == key && o.result.is_ok())?;
-        self.table.http.find(&outcome.host, outcome.wildcard_policy == "Subdomain", key)
+        let outcome = self.table.outcomes().find(|o| &o.key == key && o.result.is_ok())?;
+        self.table.http().find(&outcome.host, outcome.wildcard_policy == "Subdomain", key)
     }
 
     /// The previous backend of `admitted` (and its warnings) when nothing it was compiled from has changed.
@@ -195,7 +259,7 @@ impl<'p> Previous<'p> {
             return None;
         }
         // The route is as it was, so its host is too; every admitted route is in `http`, under its host.
-        let backend = self.table.http.find(&admitted.host, admitted.wildcard, key)?;
+        let backend = self.table.http().find(&admitted.host, admitted.wildcard, key)?;
         let same_tls = backend.termination == tls.termination
             && match (&backend.reencrypt, &tls.reencrypt) {
                 (None, None) => true,
@@ -334,7 +398,8 @@ mod tests {
         let routes = [("a", ""), ("b", ""), ("c", bad), ("d", "")];
         let before = snapshot(&routes, &[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3"), ("d", "10.0.0.4")]);
         let first = build(&before, &options, 1);
-        assert_eq!(first.warnings.len(), 1, "{:?}", first.warnings);
+        let warnings: Vec<_> = first.warnings().collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
 
         // b's endpoints change, d's route changes, e is new; a and c are as they were.
         let routes = [("a", ""), ("b", ""), ("c", bad), ("d", ", annotations: {x: y}"), ("e", "")];
@@ -345,7 +410,11 @@ mod tests {
             assert_eq!(Arc::ptr_eq(backend(&first, name), backend(&next, name)), kept, "{name}");
         }
         let fresh = build(&after, &options, 2);
-        assert_eq!(next.warnings, fresh.warnings, "a kept route keeps its warnings");
+        assert_eq!(
+            next.warnings().collect::<Vec<_>>(),
+            fresh.warnings().collect::<Vec<_>>(),
+            "a kept route keeps its warnings"
+        );
         for name in ["a", "b", "c", "d", "e"] {
             let (mine, theirs) = (backend(&next, name), backend(&fresh, name));
             let endpoints =
@@ -353,8 +422,7 @@ mod tests {
             assert_eq!(endpoints(mine), endpoints(theirs), "{name}");
             assert_eq!(format!("{:?}", mine.policy), format!("{:?}", theirs.policy), "{name}");
         }
-        let outcomes =
-            |t: &RouteTable| t.outcomes.iter().map(|o| (o.key.clone(), o.result.clone())).collect::<Vec<_>>();
+        let outcomes = |t: &RouteTable| t.outcomes().map(|o| (o.key.clone(), o.result.clone())).collect::<Vec<_>>();
         assert_eq!(outcomes(&next), outcomes(&fresh));
     }
 

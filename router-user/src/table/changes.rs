@@ -18,25 +18,50 @@ pub struct Changes<'a> {
     slices: HashSet<ServiceRef<'a>>,
     /// Services whose core `Endpoints` object was added, removed or changed.
     endpoints: HashSet<ServiceRef<'a>>,
+    /// The routes behind `routes` by key: as they were (changed or removed) and as they are (changed or added).
+    pub routes_before: Vec<(&'a ObjectKey, &'a Route)>,
+    pub routes_now: Vec<(&'a ObjectKey, &'a Route)>,
+    /// EndpointSlices with their service, as they were (changed or removed) and as they are (changed or added).
+    pub slices_before: Vec<(&'a ObjectKey, &'a str)>,
+    pub slices_now: Vec<(&'a ObjectKey, &'a str)>,
+    /// Namespaces, Secrets, ConfigMaps or the unreadable Secrets changed: inputs of any route's admission or
+    /// TLS material, which the table does not trace to routes.
+    pub others: bool,
 }
 
 impl<'a> Changes<'a> {
     pub fn between(before: &'a Snapshot, now: &'a Snapshot) -> Self {
-        let mut routes = HashSet::new();
-        for_each_difference(&before.routes, &now.routes, same_route, |side, _, route| {
-            if side == Side::Now {
+        let (mut routes, mut routes_before, mut routes_now) = (HashSet::new(), Vec::new(), Vec::new());
+        for_each_difference(&before.routes, &now.routes, same_route, |side, key, route| match side {
+            Side::Now => {
                 routes.insert(std::ptr::from_ref(route));
+                routes_now.push((key, route));
             }
+            Side::Before => routes_before.push((key, route)),
         });
-        let mut slices = HashSet::new();
-        for_each_difference(&before.endpoint_slices, &now.endpoint_slices, PartialEq::eq, |_, key, slice| {
-            slices.extend(slice.service().map(|service| (key.namespace.as_str(), service)));
+        let (mut slices, mut slices_before, mut slices_now) = (HashSet::new(), Vec::new(), Vec::new());
+        for_each_difference(&before.endpoint_slices, &now.endpoint_slices, PartialEq::eq, |side, key, slice| {
+            let Some(service) = slice.service() else { return };
+            slices.insert((key.namespace.as_str(), service));
+            match side {
+                Side::Before => slices_before.push((key, service)),
+                Side::Now => slices_now.push((key, service)),
+            }
         });
         let mut endpoints = HashSet::new();
         for_each_difference(&before.endpoints, &now.endpoints, PartialEq::eq, |_, key, _| {
             endpoints.insert((key.namespace.as_str(), key.name.as_str()));
         });
-        Self { routes, slices, endpoints }
+        let mut others = before.unreadable_secrets != now.unreadable_secrets;
+        for_each_difference(&before.namespaces, &now.namespaces, PartialEq::eq, |_, _, _| others = true);
+        for_each_difference(&before.secrets, &now.secrets, PartialEq::eq, |_, _, _| others = true);
+        for_each_difference(&before.config_maps, &now.config_maps, PartialEq::eq, |_, _, _| others = true);
+        Self { routes, slices, endpoints, routes_before, routes_now, slices_before, slices_now, others }
+    }
+
+    /// Services (namespace, name) whose endpoints may differ between the snapshots.
+    pub fn services(&self) -> impl Iterator<Item = &ServiceRef<'a>> {
+        self.slices.iter().chain(&self.endpoints)
     }
 
     /// Whether `route` (an object of the new snapshot) is new or differs from the previous snapshot's route of
@@ -57,12 +82,15 @@ impl<'a> Changes<'a> {
     }
 }
 
-/// What `backend_for` reads of a route: its spec and its annotations (labels too, to be safe); not its
-/// resourceVersion or status, which the Kubernetes source sees change on every status write.
+/// What admission and `backend_for` read of a route: its spec, annotations and labels, and its age (admission
+/// order, HTTPRoute match precedence); not its resourceVersion or status, which the Kubernetes source sees
+/// change on every status write.
 fn same_route(before: &Route, now: &Route) -> bool {
     before.spec == now.spec
         && before.metadata.annotations == now.metadata.annotations
         && before.metadata.labels == now.metadata.labels
+        && before.metadata.creation_timestamp == now.metadata.creation_timestamp
+        && before.metadata.uid == now.metadata.uid
 }
 
 /// Which snapshot an entry passed to `visit` comes from.
@@ -75,13 +103,13 @@ enum Side {
 /// Calls `visit` with the entries of two maps that are not the same in both: each side of a key whose objects
 /// differ (neither shared nor `same`), and the keys on one side only. Maps that share their base can differ
 /// only at their overlays' keys; others are walked whole.
-fn for_each_difference<'a, T>(
-    before: &'a Objects<ObjectKey, T>,
-    now: &'a Objects<ObjectKey, T>,
+fn for_each_difference<'a, K: Ord, T>(
+    before: &'a Objects<K, T>,
+    now: &'a Objects<K, T>,
     same: impl Fn(&T, &T) -> bool,
-    mut visit: impl FnMut(Side, &'a ObjectKey, &'a T),
+    mut visit: impl FnMut(Side, &'a K, &'a T),
 ) {
-    let mut differ = |key: &'a ObjectKey, old: Option<&'a Arc<T>>, new: Option<&'a Arc<T>>| match (old, new) {
+    let mut differ = |key: &'a K, old: Option<&'a Arc<T>>, new: Option<&'a Arc<T>>| match (old, new) {
         (Some(a), Some(b)) if Arc::ptr_eq(a, b) || same(a, b) => {}
         (old, new) => {
             old.into_iter().for_each(|object| visit(Side::Before, key, object));
@@ -89,7 +117,7 @@ fn for_each_difference<'a, T>(
         }
     };
     if before.same_base(now) {
-        let keys: BTreeSet<&ObjectKey> = before.overlay_keys().chain(now.overlay_keys()).collect();
+        let keys: BTreeSet<&K> = before.overlay_keys().chain(now.overlay_keys()).collect();
         for key in keys {
             differ(key, before.get(key), now.get(key));
         }

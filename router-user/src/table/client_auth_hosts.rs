@@ -30,10 +30,20 @@ impl ClientAuthHosts {
     /// The check of handshakes for `sni` (lowercase, no trailing dot), if its host asks for certificates.
     pub fn find(&self, sni: Option<&str>) -> Option<&Arc<RouteClientAuth>> {
         let name = sni?;
-        match self.exact.get(name) {
-            Some(auth) => auth.as_ref(),
-            None => name.split_once('.').and_then(|(_, domain)| self.wildcard.get(domain)?.as_ref()),
+        match self.find_exact(name) {
+            Some(auth) => auth,
+            None => self.find_wildcard(name.split_once('.')?.1),
         }
+    }
+
+    /// For a host with edge or reencrypt routes of its own: its check, if it asks for certificates.
+    pub fn find_exact(&self, host: &str) -> Option<Option<&Arc<RouteClientAuth>>> {
+        self.exact.get(host).map(Option::as_ref)
+    }
+
+    /// The check of the wildcard routes of `domain`, if they ask for certificates.
+    pub fn find_wildcard(&self, domain: &str) -> Option<&Arc<RouteClientAuth>> {
+        self.wildcard.get(domain)?.as_ref()
     }
 }
 

@@ -52,7 +52,7 @@ fn options(global: bool) -> BuildOptions {
 }
 
 fn outcome(table: &RouteTable, name: &str) -> Result<(), (String, String)> {
-    let found = table.outcomes.iter().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
+    let found = table.outcomes().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
     found.result.clone().map_err(|r| (r.reason.to_string(), r.message))
 }
 
@@ -79,13 +79,13 @@ fn a_checked_route_gives_its_sni_and_its_backend_the_check() {
     for name in ["a", "a2", "b", "c"] {
         assert_eq!(outcome(&table, name), Ok(()), "{name}");
     }
-    let check = table.client_auth.find(Some("a.example.com")).expect("a's SNI is checked");
+    let check = table.client_auth(Some("a.example.com")).expect("a's SNI is checked");
     assert!(check.required());
-    assert!(table.client_auth.find(Some("b.example.com")).is_some());
-    assert!(table.client_auth.find(Some("c.example.com")).is_none());
-    let backend = table.https.lookup("a.example.com", "/two").expect("a2");
+    assert!(table.client_auth(Some("b.example.com")).is_some());
+    assert!(table.client_auth(Some("c.example.com")).is_none());
+    let backend = table.https().lookup("a.example.com", "/two").expect("a2");
     assert_eq!(backend.client_auth.as_ref(), Some(check));
-    assert!(table.https.lookup("c.example.com", "/").expect("c").client_auth.is_none());
+    assert!(table.https().lookup("c.example.com", "/").expect("c").client_auth.is_none());
 }
 
 #[test]
@@ -144,8 +144,8 @@ fn unusable_bundles_and_settings_reject_only_their_route() {
         assert_eq!(reason, CLIENT_TLS_VALIDATION_FAILED, "{name}");
         assert!(message.contains(says), "{name}: {message}");
     }
-    assert!(table.client_auth.find(Some("good.example.com")).is_some());
-    assert!(table.https.lookup("missing.example.com", "/").is_none(), "a rejected route is not served");
+    assert!(table.client_auth(Some("good.example.com")).is_some());
+    assert!(table.https().lookup("missing.example.com", "/").is_none(), "a rejected route is not served");
 }
 
 #[test]
@@ -153,8 +153,8 @@ fn with_router_wide_client_certificates_the_annotations_only_warn() {
     let snapshot = snapshot(vec![route("a", "a.example.com", "", 1, EDGE, &[(CA, "nothing")])], Vec::new());
     let table = build(&snapshot, &options(true), 1);
     assert_eq!(outcome(&table, "a"), Ok(()));
-    assert!(table.client_auth.find(Some("a.example.com")).is_none());
-    assert!(table.warnings.iter().any(|(key, w)| key.name == "a" && w.contains("ROUTER_MUTUAL_TLS_AUTH")));
+    assert!(table.client_auth(Some("a.example.com")).is_none());
+    assert!(table.warnings().any(|(key, w)| key.name == "a" && w.contains("ROUTER_MUTUAL_TLS_AUTH")));
 }
 
 #[test]
@@ -166,13 +166,13 @@ fn a_changed_bundle_recompiles_the_route_and_an_unchanged_one_keeps_it() {
     let table = build(&before, &options, 1);
     let same = snapshot(routes(), vec![config_map("clients", "ca-bundle.pem", &first.ca.pem())]);
     let kept = build_from(&same, &options, 2, Some((&before, &table)));
-    let backend = |t: &RouteTable| Arc::clone(t.https.lookup("a.example.com", "/").expect("a"));
+    let backend = |t: &RouteTable| Arc::clone(t.https().lookup("a.example.com", "/").expect("a"));
     assert!(Arc::ptr_eq(&backend(&table), &backend(&kept)));
     let changed = snapshot(routes(), vec![config_map("clients", "ca-bundle.pem", &second.ca.pem())]);
     let rebuilt = build_from(&changed, &options, 3, Some((&same, &kept)));
     assert!(!Arc::ptr_eq(&backend(&kept), &backend(&rebuilt)));
     assert_ne!(backend(&kept).client_auth, backend(&rebuilt).client_auth);
-    assert_eq!(rebuilt.client_auth.find(Some("a.example.com")), backend(&rebuilt).client_auth.as_ref());
+    assert_eq!(rebuilt.client_auth(Some("a.example.com")), backend(&rebuilt).client_auth.as_ref());
 }
 
 #[test]
@@ -197,7 +197,7 @@ fn a_secret_can_hold_the_bundle_under_ca_crt() {
     for name in ["s", "keyed"] {
         assert_eq!(outcome(&table, name), Ok(()), "{name}");
     }
-    assert!(table.client_auth.find(Some("s.example.com")).expect("s's SNI is checked").required());
+    assert!(table.client_auth(Some("s.example.com")).expect("s's SNI is checked").required());
     for (name, says) in [
         ("missing", "secrets \"nothing\" not found (a Secret of type kubernetes.io/tls)"),
         ("nokey", "secret \"client-ca\" has no key \"absent.crt\""),

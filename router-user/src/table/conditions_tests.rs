@@ -64,13 +64,13 @@ fn served(table: &RouteTable, method: &str, target: &str, headers: &[(&str, &str
     let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
     let method = Method::from_bytes(method.as_bytes()).expect("method");
     let facts = RequestFacts { path, method: &method, headers: &map, query };
-    let found = table.http.lookup_request(HOST, &facts)?;
+    let found = table.http().lookup_request(HOST, &facts)?;
     Some(found.route.name.trim_end_matches(&format!("-{HOST}")).to_string())
 }
 
 fn outcome(table: &RouteTable, name: &str) -> Result<(), &'static str> {
     let name = format!("{name}-{HOST}");
-    let found = table.outcomes.iter().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
+    let found = table.outcomes().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
     found.result.as_ref().map(|_| ()).map_err(|r| r.reason)
 }
 
@@ -186,7 +186,7 @@ fn same_conditions_conflict(table: &RouteTable) {
     assert_eq!(outcome(table, "other-value-httproute-0-0"), Ok(()));
     assert_eq!(outcome(table, "exact-httproute-0-0"), Ok(()));
     assert_eq!(outcome(table, "prefix-httproute-0-0"), Ok(()));
-    let plain = table.outcomes.iter().find(|o| o.key.name == "plain").expect("plain");
+    let plain = table.outcomes().find(|o| o.key.name == "plain").expect("plain");
     assert_eq!(plain.result.as_ref().err().map(|r| r.reason), Some("HostAlreadyClaimed"), "same path, no conditions");
     assert_eq!(served(table, "GET", "/", &[]).as_deref(), Some("exact-httproute-0-0"));
     assert_eq!(served(table, "GET", "/x", &[("v", "2")]).as_deref(), Some("other-value-httproute-0-0"));

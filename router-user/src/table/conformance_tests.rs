@@ -36,7 +36,7 @@ fn table(snapshot: &Snapshot) -> RouteTable {
 }
 
 fn outcome(table: &RouteTable, name: &str) -> Result<(), &'static str> {
-    let found = table.outcomes.iter().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
+    let found = table.outcomes().find(|o| o.key.name == name).unwrap_or_else(|| panic!("no outcome for {name}"));
     found.result.as_ref().map(|_| ()).map_err(|r| r.reason)
 }
 

@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::slice_index::SliceIndex;
 use crate::model::{EndpointPort, EndpointSet, ObjectKey, Snapshot, StoredSlice};
 
 /// One ready `ip:port` of a service, with the OpenShift server id (`pod:<pod>:<svc>:<port>:<ip>:<port>` or
@@ -33,6 +34,8 @@ const SCANS_BEFORE_INDEXING: usize = 8;
 pub struct EndpointIndex<'a> {
     snapshot: &'a Snapshot,
     allow_loopback: bool,
+    /// The slices by service, when the build has them: then neither scans nor grouping.
+    by_service: Option<&'a SliceIndex>,
     scans: Cell<usize>,
     grouped: OnceCell<Grouped<'a>>,
 }
@@ -46,11 +49,23 @@ struct Grouped<'a> {
 
 impl<'a> EndpointIndex<'a> {
     pub fn new(snapshot: &'a Snapshot, allow_loopback: bool) -> Self {
-        Self { snapshot, allow_loopback, scans: Cell::new(0), grouped: OnceCell::new() }
+        Self { snapshot, allow_loopback, by_service: None, scans: Cell::new(0), grouped: OnceCell::new() }
+    }
+
+    /// Looking slices up in `by_service` (an index of `snapshot`'s slices).
+    pub fn with_slices(mut self, by_service: &'a SliceIndex) -> Self {
+        self.by_service = Some(by_service);
+        self
     }
 
     /// The slices of `namespace/service`, in key order; empty when it has none.
     pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a StoredSlice]> {
+        if let Some(by_service) = self.by_service {
+            let keys = by_service.slices_of(namespace, service);
+            return Cow::Owned(
+                keys.iter().filter_map(|key| self.snapshot.endpoint_slices.get(key)).map(|s| &**s).collect(),
+            );
+        }
         if self.grouped.get().is_none() && self.scans.get() < SCANS_BEFORE_INDEXING {
             self.scans.set(self.scans.get() + 1);
             let from = ObjectKey::new(namespace, "");

@@ -16,10 +16,16 @@ mod conformance_tests;
 mod endpoints;
 mod host;
 mod path;
+mod plan;
 mod rules;
+#[cfg(test)]
+mod shard_tests;
+mod shards;
+mod slice_index;
 mod tls_material;
 #[cfg(test)]
 mod tls_tests;
+mod views;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -45,7 +51,10 @@ pub use endpoints::{is_routable, ServiceEndpoint};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
 pub use rules::HostRules;
+use shards::{Shard, ShardBy};
+use slice_index::SliceIndex;
 pub use tls_material::{RouteTls, TlsBuild};
+pub use views::{Rules, RulesKind};
 
 /// The live table, swapped whole on every rebuild.
 pub type TableHandle = Arc<ArcSwap<RouteTable>>;
@@ -182,31 +191,69 @@ fn has_slot(endpoint: &Endpoint) -> bool {
 #[derive(Debug, Default)]
 pub struct RouteTable {
     pub generation: u64,
-    /// Every admitted route, for :80.
-    pub http: HostRules,
-    /// Edge and reencrypt routes, for requests on terminated :443 connections.
-    pub https: HostRules,
-    /// Passthrough routes by SNI (no paths).
-    pub passthrough: HostRules,
+    /// What a host's shard is chosen by (from the admission settings it was built with).
+    shard_by: ShardBy,
+    /// `SHARDS` shards (none in the empty table before the first build), each shared with the tables before and
+    /// after it that did not rebuild it.
+    shards: Vec<Arc<Shard>>,
     /// Certificates served on :443 (route certificates and the default), when TLS is configured.
     pub certs: Option<Arc<CertStore>>,
-    /// The client certificate check of :443 handshakes, by SNI.
-    pub client_auth: ClientAuthHosts,
-    pub outcomes: Vec<RouteOutcome>,
-    /// Annotation values that could not be used, per route.
-    pub warnings: Vec<(ObjectKey, String)>,
+    /// The snapshot's EndpointSlices by service, for the next build to update.
+    slices: SliceIndex,
 }
 
 impl RouteTable {
+    /// Every admitted route, for :80.
+    pub fn http(&self) -> Rules<'_> {
+        Rules { table: self, kind: RulesKind::Http }
+    }
+
+    /// Edge and reencrypt routes, for requests on terminated :443 connections.
+    pub fn https(&self) -> Rules<'_> {
+        Rules { table: self, kind: RulesKind::Https }
+    }
+
+    /// Passthrough routes by SNI (no paths).
+    pub fn passthrough(&self) -> Rules<'_> {
+        Rules { table: self, kind: RulesKind::Passthrough }
+    }
+
+    /// The client certificate check of a :443 handshake for `sni` (lowercase, no trailing dot), if its host
+    /// asks for certificates: the exact host's routes', else (a host without routes of its own) the wildcard's.
+    pub fn client_auth(&self, sni: Option<&str>) -> Option<&Arc<RouteClientAuth>> {
+        let name = sni?;
+        match self.shard_of_host(name)?.client_auth.find_exact(name) {
+            Some(auth) => auth,
+            None => {
+                let domain = name.split_once('.').map(|(_, domain)| domain)?;
+                self.shards.get(shards::of_domain(domain))?.client_auth.find_wildcard(domain)
+            }
+        }
+    }
+
+    /// Every route of this router's shard, admitted or rejected with its reason.
+    pub fn outcomes(&self) -> impl Iterator<Item = &RouteOutcome> {
+        self.shards.iter().flat_map(|shard| shard.outcomes.iter())
+    }
+
+    /// Annotation values that could not be used, per route.
+    pub fn warnings(&self) -> impl Iterator<Item = &(ObjectKey, String)> {
+        self.shards.iter().flat_map(|shard| shard.warnings.iter())
+    }
+
+    fn shard_of_host(&self, host: &str) -> Option<&Shard> {
+        self.shards.get(self.shard_by.of_host(host)).map(|shard| &**shard)
+    }
+
     /// The route serving a :80 `GET` for `host` (already normalised) and `path` (no query string), without
     /// headers or query.
     pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        self.http.lookup(host, path)
+        self.http().lookup(host, path)
     }
 
     /// Every admitted backend (for health checks and diagnostics).
     pub fn backends(&self) -> impl Iterator<Item = &Arc<Backend>> {
-        self.http.backends()
+        self.http().backends()
     }
 
     /// Takes over the health of endpoints that were already in `previous` (same route, same server id), so
@@ -224,10 +271,10 @@ impl RouteTable {
     }
 
     pub fn routes_admitted(&self) -> usize {
-        self.outcomes.iter().filter(|o| o.result.is_ok()).count()
+        self.outcomes().filter(|o| o.result.is_ok()).count()
     }
 
     pub fn routes_rejected(&self) -> usize {
-        self.outcomes.len() - self.routes_admitted()
+        self.outcomes().filter(|o| o.result.is_err()).count()
     }
 }

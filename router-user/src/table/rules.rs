@@ -6,8 +6,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use http::{HeaderMap, Method};
-
 use super::conditions::{Conditions, RequestFacts};
 use super::{Backend, RoutePath};
 use crate::admission::{serves_subdomain, wildcard_domain};
@@ -57,20 +55,14 @@ impl HostRules {
         }
     }
 
-    /// The route serving `host` (already normalised) and `path` (no query string) for a `GET` without headers
-    /// or query (SNI lookups, tests).
-    pub fn lookup(&self, host: &str, path: &str) -> Option<&Arc<Backend>> {
-        let headers = HeaderMap::new();
-        self.lookup_request(host, &RequestFacts { path, method: &Method::GET, headers: &headers, query: None })
+    /// The route serving `request` for the exact host `host` (already normalised): the first of its rules
+    /// whose path and conditions the request meets.
+    pub fn lookup_exact(&self, host: &str, request: &RequestFacts<'_>) -> Option<&Arc<Backend>> {
+        self.exact.get(host).and_then(|rules| first_match(rules, request))
     }
 
-    /// The route serving `request` for `host` (already normalised): exact host rules first, then the wildcard
-    /// rules of the host's parent domain; in each, the first rule whose path and conditions the request meets.
-    pub fn lookup_request(&self, host: &str, request: &RequestFacts<'_>) -> Option<&Arc<Backend>> {
-        if let Some(found) = self.exact.get(host).and_then(|rules| first_match(rules, request)) {
-            return Some(found);
-        }
-        let domain = host.split_once('.').map(|(_, domain)| domain)?;
+    /// The same among the wildcard rules of `domain` (a request host without its first label).
+    pub fn lookup_wildcard(&self, domain: &str, request: &RequestFacts<'_>) -> Option<&Arc<Backend>> {
         self.wildcard.get(domain).and_then(|rules| first_match(rules, request))
     }
 

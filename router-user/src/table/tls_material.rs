@@ -154,10 +154,11 @@ fn external_certificate(
 }
 
 impl TlsBuild {
-    /// Forgets what the build that just finished did not use.
+    /// Forgets what the build that just finished did not use, unless a table still holds it (a shard taken
+    /// over from the previous table does not ask again for its routes' material).
     pub fn sweep(&self) {
         self.certs.sweep();
         let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        cache.entries.retain(|_, (used, _)| std::mem::take(used));
+        cache.entries.retain(|_, (used, upstream)| std::mem::take(used) || Arc::strong_count(upstream) > 1);
     }
 }

@@ -45,10 +45,11 @@ impl CertCache {
         outcome
     }
 
-    /// Drops the entries not used since the previous sweep.
+    /// Drops the entries neither used since the previous sweep nor held elsewhere (a table keeps the routes'
+    /// certificates it serves: a build that takes over a shard does not ask for them again).
     pub fn sweep(&self) {
         let mut entries = self.lock();
-        entries.retain(|_, entry| entry.used);
+        entries.retain(|_, entry| entry.used || matches!(&entry.outcome, Ok(Some(key)) if Arc::strong_count(key) > 1));
         for entry in entries.values_mut() {
             entry.used = false;
         }
@@ -141,6 +142,9 @@ mod tests {
         let again_a = cache.route_certificate(&ta).unwrap().unwrap();
         assert!(Arc::ptr_eq(&first_a, &again_a));
         cache.sweep();
+        cache.sweep();
+        assert_eq!(cache.len(), 1, "a is held (as a table holds what it serves): kept though not asked for");
+        drop((first_a, again_a));
         cache.sweep();
         assert!(cache.is_empty());
     }

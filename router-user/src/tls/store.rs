@@ -72,24 +72,24 @@ impl std::fmt::Debug for CertStore {
     }
 }
 
-/// A [`CertStore`] being filled by a table build.
-pub struct CertStoreBuilder {
+/// A [`CertStore`] being filled by a table build, counting uses by the certificates it borrows (the table's,
+/// which outlive it), so that counting 20,000 routes' certificates copies none of them.
+pub struct CertStoreBuilder<'k> {
     default: Arc<CertifiedKey>,
     exact: HashMap<String, Arc<CertifiedKey>>,
     wildcard: HashMap<String, Arc<CertifiedKey>>,
-    /// How many users each certificate has, by its end-entity certificate (DER).
-    uses: HashMap<Vec<u8>, u32>,
+    /// How many routes carry each certificate, by its end-entity certificate (DER).
+    uses: HashMap<&'k [u8], u32>,
 }
 
-impl CertStoreBuilder {
+impl<'k> CertStoreBuilder<'k> {
     /// A store around the default certificate, which counts as one use of its certificate.
-    pub fn new(default: Arc<CertifiedKey>) -> CertStoreBuilder {
-        let uses = HashMap::from([(leaf(&default), 1)]);
-        CertStoreBuilder { default, exact: HashMap::new(), wildcard: HashMap::new(), uses }
+    pub fn new(default: Arc<CertifiedKey>) -> CertStoreBuilder<'k> {
+        CertStoreBuilder { default, exact: HashMap::new(), wildcard: HashMap::new(), uses: HashMap::new() }
     }
 
     /// One more route (edge or reencrypt, any path) carries `key`, whether or not it is the one serving it.
-    pub fn count_use(&mut self, key: &CertifiedKey) {
+    pub fn count_use(&mut self, key: &'k CertifiedKey) {
         *self.uses.entry(leaf(key)).or_default() += 1;
     }
 
@@ -106,18 +106,22 @@ impl CertStoreBuilder {
 
     /// The store, each certificate marked with whether exactly one route uses it.
     pub fn build(self) -> CertStore {
-        let uses = self.uses;
+        let (uses, default) = (self.uses, self.default);
+        let alone = |key: &CertifiedKey| {
+            let routes = uses.get(leaf(key)).copied().unwrap_or(0);
+            routes + u32::from(leaf(key) == leaf(&default)) <= 1
+        };
         let serve = |entries: HashMap<String, Arc<CertifiedKey>>| -> HashMap<String, Served> {
-            let alone = |key: &CertifiedKey| uses.get(&leaf(key)).copied().unwrap_or(0) <= 1;
             entries.into_iter().map(|(name, key)| (name, Served { alone: alone(&key), key })).collect()
         };
-        CertStore { default: self.default, exact: serve(self.exact), wildcard: serve(self.wildcard) }
+        let (exact, wildcard) = (serve(self.exact), serve(self.wildcard));
+        CertStore { default, exact, wildcard }
     }
 }
 
 /// The end-entity certificate that identifies `key` (empty when it has none, which rustls never builds).
-fn leaf(key: &CertifiedKey) -> Vec<u8> {
-    key.cert.first().map(|cert| cert.to_vec()).unwrap_or_default()
+fn leaf(key: &CertifiedKey) -> &[u8] {
+    key.cert.first().map_or(&[], |cert| cert.as_ref())
 }
 
 #[cfg(test)]

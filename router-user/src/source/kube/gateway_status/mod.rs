@@ -52,7 +52,7 @@ impl GatewayStatusWriter {
         let Some(gateway) = self.stores.gateway.clone() else { return true };
         // The report is made again from the stores: the same step, over the same objects, as the table's.
         let report = self.stores.gateway_report();
-        let admission: Admission<'_> = table.outcomes.iter().map(|o| (&o.key, &o.result)).collect();
+        let admission: Admission<'_> = table.outcomes().map(|o| (&o.key, &o.result)).collect();
         let mut all_ok = true;
         for (key, outcome) in &report.gateways {
             let Some(object) = find(&gateway.gateways, key) else { continue };

@@ -61,8 +61,8 @@ impl StatusWriter {
     /// Brings every route of `table` up to date and clears our entry from routes outside it; false when some
     /// write must be retried.
     async fn sync(&mut self, table: &RouteTable) -> bool {
-        let in_shard: HashSet<&ObjectKey> = table.outcomes.iter().map(|outcome| &outcome.key).collect();
-        let mut writes: Vec<Pending> = table.outcomes.iter().filter_map(|outcome| self.pending(outcome)).collect();
+        let in_shard: HashSet<&ObjectKey> = table.outcomes().map(|outcome| &outcome.key).collect();
+        let mut writes: Vec<Pending> = table.outcomes().filter_map(|outcome| self.pending(outcome)).collect();
         let mut ours_outside = HashSet::new();
         for route in self.routes.state() {
             let key = ObjectKey::new(route.namespace().unwrap_or_default(), route.name_any());
