@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use crate::admin::Readiness;
-use crate::health_check::spawn_checks;
+use crate::health_check::HealthChecks;
 use crate::metrics::Metrics;
 use crate::model::Snapshot;
 use crate::source::SourceUpdate;
@@ -33,6 +33,7 @@ impl Publisher {
     /// Runs until the source's sender is dropped.
     pub async fn run(self, mut updates: mpsc::Receiver<SourceUpdate>) {
         let mut known_errors: HashSet<String> = HashSet::new();
+        let checks = HealthChecks::start(self.metrics.clone());
         // The last snapshot and the table built from it: the next build takes over what did not change.
         let mut last: Option<(Arc<Snapshot>, Arc<RouteTable>)> = None;
         while let Some(mut update) = updates.recv().await {
@@ -67,7 +68,7 @@ impl Publisher {
             // `build_from` carried endpoint health over from the table it started from; only another live table (after a
             // failed build) needs the whole-table pass.
             let from_live = previous.as_ref().is_some_and(|(_, table)| Arc::ptr_eq(table, &self.table.load()));
-            let table = self.publish(table, started, from_live);
+            let table = self.publish(table, started, from_live, &checks);
             last = Some((snapshot, table));
             // The old snapshot and table (unless requests still hold it) go too.
             tokio::task::spawn_blocking(move || drop((stale, previous)));
@@ -81,7 +82,13 @@ impl Publisher {
         *known = current;
     }
 
-    fn publish(&self, table: RouteTable, started: Instant, health_inherited: bool) -> Arc<RouteTable> {
+    fn publish(
+        &self,
+        table: RouteTable,
+        started: Instant,
+        health_inherited: bool,
+        checks: &HealthChecks,
+    ) -> Arc<RouteTable> {
         let previous = self.table.load_full();
         if !health_inherited {
             table.inherit_health(&previous);
@@ -107,7 +114,7 @@ impl Publisher {
         );
         let table = Arc::new(table);
         self.table.store(table.clone());
-        spawn_checks(Arc::downgrade(&table), self.metrics.clone());
+        checks.follow(&table);
         self.readiness.mark_table_ready();
         if let Some(published) = &self.published {
             published.send_replace(table.clone());

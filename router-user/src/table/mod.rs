@@ -51,7 +51,8 @@ pub use endpoints::{is_routable, ServiceEndpoint};
 pub use host::normalize_request_host;
 pub use path::RoutePath;
 pub use rules::HostRules;
-use shards::{Shard, ShardBy};
+pub use shards::Shard;
+use shards::ShardBy;
 use slice_index::SliceIndex;
 pub use tls_material::{RouteTls, TlsBuild};
 pub use views::{Rules, RulesKind};
@@ -239,6 +240,12 @@ impl RouteTable {
     /// Annotation values that could not be used, per route.
     pub fn warnings(&self) -> impl Iterator<Item = &(ObjectKey, String)> {
         self.shards.iter().flat_map(|shard| shard.warnings.iter())
+    }
+
+    /// The table's shards, for followers that keep state per shard (the health checks): a shard the previous
+    /// table shares (`Arc::ptr_eq`) holds the same routes, backends and endpoints.
+    pub fn shards(&self) -> &[Arc<Shard>] {
+        &self.shards
     }
 
     fn shard_of_host(&self, host: &str) -> Option<&Shard> {
