@@ -14,7 +14,7 @@ use super::changes::Changes;
 use super::client_tls::CLIENT_TLS_VALIDATION_FAILED;
 use super::endpoints::EndpointIndex;
 use super::plan::{Job, Plan};
-use super::shards::{Shard, ShardBy, SHARDS};
+use super::shards::{name_hash, Shard, ShardBy, SHARDS};
 use super::slice_index::SliceIndex;
 use super::tls_material::{RouteTls, TlsBuild};
 use super::{Backend, Conditions, Endpoint, HttpAction, RoutePath, RouteTable, Termination};
@@ -73,21 +73,27 @@ pub fn build_from(
         None => SliceIndex::new(snapshot),
     };
     let planned_at = started.elapsed();
-    let index = EndpointIndex::new(snapshot, options.allow_loopback_endpoints).with_slices(&slices);
-    let (mut compiled, mut shards_compiled, mut certs_changed) = (0, 0, previous.is_none());
-    let mut shards = Vec::with_capacity(SHARDS);
+    let mut to_compile = Vec::new();
+    let mut shards: Vec<Option<Arc<Shard>>> = Vec::with_capacity(SHARDS);
     for (at, job) in plan.jobs.into_iter().enumerate() {
         match job {
-            Job::Keep(shard) => shards.push(shard),
+            Job::Keep(shard) => shards.push(Some(shard)),
             Job::Compile(members) => {
-                let shard = compile_shard(snapshot, options, members, &index, previous.as_ref(), &mut compiled);
-                let before = previous.as_ref().and_then(|previous| previous.table.shards.get(at));
-                certs_changed |= !before.is_some_and(|before| before.certs.same_as(&shard.certs));
-                shards_compiled += 1;
-                shards.push(Arc::new(shard));
+                shards.push(None);
+                to_compile.push((at, members));
             }
         }
     }
+    let inputs = Inputs { snapshot, options, slices: &slices, previous: previous.as_ref() };
+    let shards_compiled = to_compile.len();
+    let (mut compiled, mut certs_changed) = (0, previous.is_none());
+    for (at, shard, routes_compiled) in compile_shards(&inputs, to_compile) {
+        let before = previous.as_ref().and_then(|previous| previous.table.shards.get(at));
+        certs_changed |= !before.is_some_and(|before| before.certs.same_as(&shard.certs));
+        compiled += routes_compiled;
+        shards[at] = Some(Arc::new(shard));
+    }
+    let shards: Vec<Arc<Shard>> = shards.into_iter().flatten().collect();
     let certs = match previous.as_ref().filter(|_| !certs_changed) {
         Some(previous) => previous.table.certs.clone(),
         None => options.tls.default_certificate.clone().map(|default| Arc::new(cert_store(default, &shards))),
@@ -105,15 +111,55 @@ pub fn build_from(
     RouteTable { generation, shard_by, shards, certs, slices }
 }
 
+/// What every shard's compile reads.
+struct Inputs<'a> {
+    snapshot: &'a Snapshot,
+    options: &'a BuildOptions,
+    slices: &'a SliceIndex,
+    previous: Option<&'a Previous<'a>>,
+}
+
+/// Shards compiled on one thread per core when there are many (a first build, or a change to Namespaces,
+/// Secrets or ConfigMaps: start-up at 100,000 routes), else on this one: (shard index, shard, routes compiled).
+fn compile_shards(inputs: &Inputs<'_>, jobs: Vec<(usize, Vec<ObjectKey>)>) -> Vec<(usize, Shard, usize)> {
+    let compile_on_this_thread = |jobs: Vec<(usize, Vec<ObjectKey>)>| {
+        let index =
+            EndpointIndex::new(inputs.snapshot, inputs.options.allow_loopback_endpoints).with_slices(inputs.slices);
+        let compile = |(at, members)| {
+            let mut compiled = 0;
+            let shard = compile_shard(inputs, members, &index, &mut compiled);
+            (at, shard, compiled)
+        };
+        jobs.into_iter().map(compile).collect::<Vec<_>>()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(jobs.len() / PARALLEL_FROM + 1);
+    if threads <= 1 {
+        return compile_on_this_thread(jobs);
+    }
+    let mut parts: Vec<Vec<(usize, Vec<ObjectKey>)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (n, job) in jobs.into_iter().enumerate() {
+        parts[n % threads].push(job);
+    }
+    std::thread::scope(|scope| {
+        let running: Vec<_> = parts.into_iter().map(|part| scope.spawn(move || compile_on_this_thread(part))).collect();
+        running
+            .into_iter()
+            .flat_map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
+/// Shards per extra thread: below this a build compiles on its own thread (a route change compiles one or two).
+const PARALLEL_FROM: usize = 64;
+
 /// Admits and compiles the routes of one shard (`members`, keys of `snapshot`'s routes).
 fn compile_shard(
-    snapshot: &Snapshot,
-    options: &BuildOptions,
+    inputs: &Inputs<'_>,
     mut members: Vec<ObjectKey>,
     index: &EndpointIndex<'_>,
-    previous: Option<&Previous<'_>>,
     compiled: &mut usize,
 ) -> Shard {
+    let Inputs { snapshot, options, previous, .. } = *inputs;
     members.sort_unstable();
     members.dedup();
     let routes: Vec<(&ObjectKey, &Route)> =
@@ -122,7 +168,7 @@ fn compile_shard(
         .iter()
         .flat_map(|(key, route)| {
             let services = std::iter::once(&route.spec.to).chain(route.spec.alternate_backends.iter().take(3));
-            services.map(|service| (key.namespace.clone(), service.name.clone()))
+            services.map(|service| name_hash(&[&key.namespace, &service.name]))
         })
         .collect();
     let mut admission = admit_routes(snapshot, sort_oldest_first(routes), &options.admission);
@@ -195,8 +241,13 @@ fn compile_shard(
     for rules in [&mut shard.http, &mut shard.https, &mut shard.passthrough] {
         rules.sort();
     }
+    let considered: HashSet<&ObjectKey> = admission.outcomes.iter().map(|outcome| &outcome.key).collect();
+    let skipped = members.iter().filter(|key| !considered.contains(key) && snapshot.routes.contains_key(*key));
+    shard.skipped = skipped.cloned().collect();
     shard.outcomes = admission.outcomes;
-    shard.members = members;
+    // Sized to fit: a shard lives as long as no change touches it.
+    shard.outcomes.shrink_to_fit();
+    shard.warnings.shrink_to_fit();
     shard.services = services;
     shard
 }

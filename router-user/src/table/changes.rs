@@ -12,8 +12,9 @@ use crate::model::{ObjectKey, Objects, Route, Snapshot};
 
 pub struct Changes<'a> {
     /// Routes (the new snapshot's objects, by address) added, or changed in what a backend is compiled from;
-    /// removed ones have nothing to take over. Addresses, so that a lookup reads no key.
-    routes: HashSet<*const Route>,
+    /// removed ones have nothing to take over. Addresses, so that a lookup reads no key (as numbers: shards
+    /// compile on several threads).
+    routes: HashSet<usize>,
     /// Services with an EndpointSlice added, removed or changed (the slice's label, before and after).
     slices: HashSet<ServiceRef<'a>>,
     /// Services whose core `Endpoints` object was added, removed or changed.
@@ -34,7 +35,7 @@ impl<'a> Changes<'a> {
         let (mut routes, mut routes_before, mut routes_now) = (HashSet::new(), Vec::new(), Vec::new());
         for_each_difference(&before.routes, &now.routes, same_route, |side, key, route| match side {
             Side::Now => {
-                routes.insert(std::ptr::from_ref(route));
+                routes.insert(std::ptr::from_ref(route) as usize);
                 routes_now.push((key, route));
             }
             Side::Before => routes_before.push((key, route)),
@@ -67,7 +68,7 @@ impl<'a> Changes<'a> {
     /// Whether `route` (an object of the new snapshot) is new or differs from the previous snapshot's route of
     /// its key in its spec, annotations or labels.
     pub fn route_changed(&self, route: &Route) -> bool {
-        !self.routes.is_empty() && self.routes.contains(&std::ptr::from_ref(route))
+        !self.routes.is_empty() && self.routes.contains(&(std::ptr::from_ref(route) as usize))
     }
 
     /// Whether `index` (of the new snapshot) yields for `namespace/service` exactly what an index of the previous

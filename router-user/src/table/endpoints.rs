@@ -61,10 +61,9 @@ impl<'a> EndpointIndex<'a> {
     /// The slices of `namespace/service`, in key order; empty when it has none.
     pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a StoredSlice]> {
         if let Some(by_service) = self.by_service {
-            let keys = by_service.slices_of(namespace, service);
-            return Cow::Owned(
-                keys.iter().filter_map(|key| self.snapshot.endpoint_slices.get(key)).map(|s| &**s).collect(),
-            );
+            let slices =
+                by_service.slices_of(namespace, service).filter_map(|key| self.snapshot.endpoint_slices.get(&key));
+            return Cow::Owned(slices.map(|slice| &**slice).filter(|slice| slice.service() == Some(service)).collect());
         }
         if self.grouped.get().is_none() && self.scans.get() < SCANS_BEFORE_INDEXING {
             self.scans.set(self.scans.get() + 1);

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::changes::Changes;
-use super::shards::{Shard, ShardBy, SHARDS};
+use super::shards::{name_hash, Shard, ShardBy, SHARDS};
 use crate::admission::{effective_host, AdmissionSettings};
 use crate::model::{ObjectKey, Snapshot};
 
@@ -52,8 +52,7 @@ impl Plan {
         for (key, route) in &changes.routes_now {
             arriving.entry(shard_by.of_host(&effective_host(route, settings))).or_default().push(*key);
         }
-        let services: Vec<(String, String)> =
-            changes.services().map(|(namespace, name)| (namespace.to_string(), name.to_string())).collect();
+        let services: Vec<u64> = changes.services().map(|(namespace, name)| name_hash(&[namespace, name])).collect();
         let jobs = shards
             .iter()
             .enumerate()
@@ -63,7 +62,7 @@ impl Plan {
                 if left.is_none() && arrived.is_none() && !endpoints_changed {
                     return Job::Keep(shard.clone());
                 }
-                let stayed = shard.members.iter().filter(|key| !left.is_some_and(|left| left.contains(key)));
+                let stayed = shard.members().filter(|key| !left.is_some_and(|left| left.contains(key)));
                 let members = stayed.chain(arrived.into_iter().flatten().copied()).cloned().collect();
                 Job::Compile(members)
             })

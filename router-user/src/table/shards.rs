@@ -64,12 +64,15 @@ fn shard_of(name: &str) -> usize {
     shard_of_parts(&[name])
 }
 
-/// The shard of a name made of `parts` (FNV-1a over them, each followed by a separator): stable across builds
-/// and processes, and cheap for host names.
+/// The shard of a name made of `parts`: stable across builds and processes.
 pub fn shard_of_parts(parts: &[&str]) -> usize {
+    (name_hash(parts) % SHARDS as u64) as usize
+}
+
+/// FNV-1a over `parts`, each followed by a separator: cheap for host and object names.
+pub fn name_hash(parts: &[&str]) -> u64 {
     let step = |hash: u64, byte: u8| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
-    let hash = parts.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, part| step(part.bytes().fold(hash, step), b'/'));
-    (hash % SHARDS as u64) as usize
+    parts.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, part| step(part.bytes().fold(hash, step), b'/'))
 }
 
 /// Everything the routes of one shard bring to the table.
@@ -87,10 +90,19 @@ pub struct Shard {
     pub outcomes: Vec<RouteOutcome>,
     /// Annotation values that could not be used, per route.
     pub warnings: Vec<(ObjectKey, String)>,
-    /// What a rebuild of the shard reads: the keys of the routes whose host falls here (admitted or not, in
-    /// this router's shard or not), and the services (namespace, name) they send to.
-    pub members: Vec<ObjectKey>,
-    pub services: HashSet<(String, String)>,
+    /// Routes whose host falls here that this router does not serve (`ROUTE_LABELS`, `NAMESPACE_LABELS`): with
+    /// the outcomes' routes, every route a rebuild of the shard reads.
+    pub skipped: Vec<ObjectKey>,
+    /// The services the shard's routes send to, as `name_hash([namespace, name])` (a collision costs a needless
+    /// rebuild of the shard, never a missed one; 8 bytes a service where the names took about 100).
+    pub services: HashSet<u64>,
+}
+
+impl Shard {
+    /// The keys of every route whose host falls in the shard.
+    pub fn members(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.outcomes.iter().map(|outcome| &outcome.key).chain(&self.skipped)
+    }
 }
 
 /// The certificates of a shard's hosts, for the table's one store.

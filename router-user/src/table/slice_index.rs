@@ -7,15 +7,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::shards::{shard_of_parts, SHARDS};
+use super::shards::{name_hash, SHARDS};
 use crate::model::{ObjectKey, Snapshot};
 
-type Slices = HashMap<(String, String), Vec<ObjectKey>>;
+/// `name_hash([namespace, service])` -> the names of the service's slices in that namespace, in key order. Two
+/// services of one hash share an entry; lookups check each slice's namespace and label.
+type Slices = HashMap<u64, Vec<Box<str>>>;
 
 #[derive(Clone, Debug, Default)]
 pub struct SliceIndex {
-    /// `SHARDS` maps (none before the first build): (namespace, service) -> slice keys in key order.
+    /// `SHARDS` maps (none before the first build).
     shards: Vec<Arc<Slices>>,
+}
+
+fn locate(namespace: &str, service: &str) -> (usize, u64) {
+    let hash = name_hash(&[namespace, service]);
+    ((hash % SHARDS as u64) as usize, hash)
 }
 
 impl SliceIndex {
@@ -23,8 +30,8 @@ impl SliceIndex {
         let mut shards: Vec<Slices> = vec![HashMap::new(); SHARDS];
         for (key, slice) in &snapshot.endpoint_slices {
             if let Some(service) = slice.service() {
-                let services = &mut shards[shard_of_parts(&[key.namespace.as_str(), service])];
-                services.entry((key.namespace.clone(), service.to_string())).or_default().push(key.clone());
+                let (shard, hash) = locate(&key.namespace, service);
+                shards[shard].entry(hash).or_default().push(key.name.as_str().into());
             }
         }
         SliceIndex { shards: shards.into_iter().map(Arc::new).collect() }
@@ -34,20 +41,20 @@ impl SliceIndex {
     pub fn updated(&self, removed: &[(&ObjectKey, &str)], added: &[(&ObjectKey, &str)]) -> SliceIndex {
         let mut shards = self.shards.clone();
         for (key, service) in removed {
-            let services = Arc::make_mut(&mut shards[shard_of_parts(&[key.namespace.as_str(), service])]);
-            let service_key = (key.namespace.clone(), service.to_string());
-            if let Some(keys) = services.get_mut(&service_key) {
-                keys.retain(|k| k != *key);
-                if keys.is_empty() {
-                    services.remove(&service_key);
+            let (shard, hash) = locate(&key.namespace, service);
+            let services = Arc::make_mut(&mut shards[shard]);
+            if let Some(names) = services.get_mut(&hash) {
+                names.retain(|name| **name != *key.name);
+                if names.is_empty() {
+                    services.remove(&hash);
                 }
             }
         }
         for (key, service) in added {
-            let services = Arc::make_mut(&mut shards[shard_of_parts(&[key.namespace.as_str(), service])]);
-            let keys = services.entry((key.namespace.clone(), service.to_string())).or_default();
-            if let Err(at) = keys.binary_search(key) {
-                keys.insert(at, (*key).clone());
+            let (shard, hash) = locate(&key.namespace, service);
+            let names = Arc::make_mut(&mut shards[shard]).entry(hash).or_default();
+            if let Err(at) = names.binary_search_by(|name| (**name).cmp(key.name.as_str())) {
+                names.insert(at, key.name.as_str().into());
             }
         }
         SliceIndex { shards }
@@ -57,10 +64,12 @@ impl SliceIndex {
         self.shards.len() == SHARDS
     }
 
-    /// The keys of `namespace/service`'s slices, in key order.
-    pub fn slices_of(&self, namespace: &str, service: &str) -> &[ObjectKey] {
-        let Some(services) = self.shards.get(shard_of_parts(&[namespace, service])) else { return &[] };
-        services.get(&(namespace.to_string(), service.to_string())).map_or(&[], Vec::as_slice)
+    /// The keys of `namespace/service`'s slices (and of any other service of the same hash: callers check
+    /// the slices' label), in key order.
+    pub fn slices_of<'i>(&'i self, namespace: &'i str, service: &str) -> impl Iterator<Item = ObjectKey> + 'i {
+        let (shard, hash) = locate(namespace, service);
+        let names = self.shards.get(shard).and_then(|services| services.get(&hash));
+        names.into_iter().flatten().map(move |name| ObjectKey::new(namespace, &**name))
     }
 }
 
@@ -85,7 +94,7 @@ mod tests {
     }
 
     fn names(index: &SliceIndex, service: &str) -> Vec<String> {
-        index.slices_of("ns", service).iter().map(|key| key.name.clone()).collect()
+        index.slices_of("ns", service).map(|key| key.name).collect()
     }
 
     #[test]
