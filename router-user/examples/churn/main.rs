@@ -51,11 +51,13 @@ struct Args {
     /// The `tls-40000` bench group's shape: `--routes` split into HTTP, edge, reencrypt and passthrough routes,
     /// every edge and reencrypt route with a certificate of its own.
     mixed: bool,
+    /// Only write the set's manifest file into this directory and exit (to run the `router` binary on it).
+    write_to: Option<std::path::PathBuf>,
 }
 
 fn args() -> Args {
     let mut args =
-        Args { routes: 10_000, pods: 4, changes: 20, hog: false, check_interval: Duration::from_secs(5), mixed: false };
+        Args { routes: 10_000, pods: 4, changes: 20, hog: false, check_interval: Duration::from_secs(5), mixed: false, write_to: None };
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
         let mut number = || words.next().and_then(|n| n.parse().ok()).expect("a number after the flag");
@@ -65,9 +67,10 @@ fn args() -> Args {
             "--changes" => args.changes = number(),
             "--hog" => args.hog = true,
             "--mixed" => args.mixed = true,
+            "--write-to" => args.write_to = words.next().map(Into::into),
             "--check-interval" => args.check_interval = Duration::from_secs(number() as u64),
             other => {
-                panic!("unknown argument {other}: --routes N --pods N --changes N --check-interval SECS --hog --mixed")
+                panic!("unknown argument {other}: --routes N --pods N --changes N --check-interval SECS --hog --mixed --write-to DIR")
             }
         }
     }
@@ -133,6 +136,10 @@ async fn main() {
         false => RouteSet::http(args.routes, &pods),
     };
     let routes = set.routes.len();
+    if let Some(dir) = &args.write_to {
+        write_atomically(&dir.join("routes.yaml"), &set.to_yaml());
+        return;
+    }
     write_atomically(&dir.path().join("routes.yaml"), &set.to_yaml());
     drop(set);
 
