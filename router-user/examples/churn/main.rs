@@ -56,8 +56,15 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut args =
-        Args { routes: 10_000, pods: 4, changes: 20, hog: false, check_interval: Duration::from_secs(5), mixed: false, write_to: None };
+    let mut args = Args {
+        routes: 10_000,
+        pods: 4,
+        changes: 20,
+        hog: false,
+        check_interval: Duration::from_secs(5),
+        mixed: false,
+        write_to: None,
+    };
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
         let mut number = || words.next().and_then(|n| n.parse().ok()).expect("a number after the flag");
