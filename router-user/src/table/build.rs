@@ -123,8 +123,7 @@ struct Inputs<'a> {
 /// Secrets or ConfigMaps: start-up at 100,000 routes), else on this one: (shard index, shard, routes compiled).
 fn compile_shards(inputs: &Inputs<'_>, jobs: Vec<(usize, Vec<ObjectKey>)>) -> Vec<(usize, Shard, usize)> {
     let compile_on_this_thread = |jobs: Vec<(usize, Vec<ObjectKey>)>| {
-        let index =
-            EndpointIndex::new(inputs.snapshot, inputs.options.allow_loopback_endpoints).with_slices(inputs.slices);
+        let index = EndpointIndex::new(inputs.snapshot, inputs.options.allow_loopback_endpoints, inputs.slices);
         let compile = |(at, members)| {
             let mut compiled = 0;
             let shard = compile_shard(inputs, members, &index, &mut compiled);

@@ -27,7 +27,10 @@ impl ClientAuthHosts {
         map.entry(name.to_string()).or_insert_with(|| auth.clone()) == auth
     }
 
-    /// The check of handshakes for `sni` (lowercase, no trailing dot), if its host asks for certificates.
+    /// The check of handshakes for `sni` (lowercase, no trailing dot), if its host asks for certificates, when
+    /// exact hosts and wildcard domains are in this one map (`RouteTable::client_auth` does the same across the
+    /// shards, where they may not be).
+    #[cfg(test)]
     pub fn find(&self, sni: Option<&str>) -> Option<&Arc<RouteClientAuth>> {
         let name = sni?;
         match self.find_exact(name) {

@@ -2,9 +2,7 @@
 //! service has no slices), filtered by the route's `targetPort`, unsafe addresses dropped. The stored slices
 //! hold TCP ports only, and only addresses of an `IPv4` or `IPv6` slice's family (`model::StoredSlice`).
 
-use std::borrow::Cow;
-use std::cell::{Cell, OnceCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -25,59 +23,24 @@ pub struct ServiceEndpoint {
 /// `(namespace, service name)`, borrowed from the snapshot.
 pub type ServiceRef<'a> = (&'a str, &'a str);
 
-/// Lookups that scan a namespace's slices before the index is built: a build that compiles a few routes (a
-/// change taken over from the previous table) scans, a build that compiles many indexes once.
-const SCANS_BEFORE_INDEXING: usize = 8;
-
-/// The endpoints of a snapshot by service. The slices are grouped by service on demand: the first lookups scan
-/// the service's namespace (the slices are ordered by namespace), later ones build the grouping once.
+/// The endpoints of a snapshot by service, its slices found through the table's `SliceIndex`.
 pub struct EndpointIndex<'a> {
     snapshot: &'a Snapshot,
     allow_loopback: bool,
-    /// The slices by service, when the build has them: then neither scans nor grouping.
-    by_service: Option<&'a SliceIndex>,
-    scans: Cell<usize>,
-    grouped: OnceCell<Grouped<'a>>,
-}
-
-/// Slices grouped by the service they belong to, each group in key order.
-struct Grouped<'a> {
-    /// Service -> its position in `slices` (a position, not a reference, so lookups may use shorter-lived keys).
-    services: HashMap<ServiceRef<'a>, usize>,
-    slices: Vec<Vec<&'a StoredSlice>>,
+    by_service: &'a SliceIndex,
 }
 
 impl<'a> EndpointIndex<'a> {
-    pub fn new(snapshot: &'a Snapshot, allow_loopback: bool) -> Self {
-        Self { snapshot, allow_loopback, by_service: None, scans: Cell::new(0), grouped: OnceCell::new() }
-    }
-
-    /// Looking slices up in `by_service` (an index of `snapshot`'s slices).
-    pub fn with_slices(mut self, by_service: &'a SliceIndex) -> Self {
-        self.by_service = Some(by_service);
-        self
+    /// `by_service` indexes `snapshot`'s slices.
+    pub fn new(snapshot: &'a Snapshot, allow_loopback: bool, by_service: &'a SliceIndex) -> Self {
+        Self { snapshot, allow_loopback, by_service }
     }
 
     /// The slices of `namespace/service`, in key order; empty when it has none.
-    pub fn slices_of(&self, namespace: &str, service: &str) -> Cow<'_, [&'a StoredSlice]> {
-        if let Some(by_service) = self.by_service {
-            let slices =
-                by_service.slices_of(namespace, service).filter_map(|key| self.snapshot.endpoint_slices.get(&key));
-            return Cow::Owned(slices.map(|slice| &**slice).filter(|slice| slice.service() == Some(service)).collect());
-        }
-        if self.grouped.get().is_none() && self.scans.get() < SCANS_BEFORE_INDEXING {
-            self.scans.set(self.scans.get() + 1);
-            let from = ObjectKey::new(namespace, "");
-            let in_namespace =
-                self.snapshot.endpoint_slices.iter_from(&from).take_while(|(key, _)| key.namespace == namespace);
-            let found = in_namespace.map(|(_, slice)| &**slice).filter(|slice| slice.service() == Some(service));
-            return Cow::Owned(found.collect());
-        }
-        let grouped = self.grouped.get_or_init(|| Grouped::new(self.snapshot));
-        match grouped.services.get(&(namespace, service)) {
-            Some(&at) => Cow::Borrowed(&grouped.slices[at]),
-            None => Cow::Borrowed(&[]),
-        }
+    pub fn slices_of(&self, namespace: &str, service: &str) -> Vec<&'a StoredSlice> {
+        let slices = self.by_service.slices_of(namespace, service);
+        let slices = slices.filter_map(|key| self.snapshot.endpoint_slices.get(&key)).map(|slice| &**slice);
+        slices.filter(|slice| slice.service() == Some(service)).collect()
     }
 
     /// Ready endpoints of `service`, in a stable order, optionally only those whose port name or number
@@ -137,22 +100,6 @@ impl<'a> EndpointIndex<'a> {
     }
 }
 
-impl<'a> Grouped<'a> {
-    fn new(snapshot: &'a Snapshot) -> Self {
-        let (mut services, mut slices) = (HashMap::new(), Vec::<Vec<&StoredSlice>>::new());
-        for (key, slice) in &snapshot.endpoint_slices {
-            if let Some(service) = slice.service() {
-                let at = *services.entry((key.namespace.as_str(), service)).or_insert_with(|| {
-                    slices.push(Vec::new());
-                    slices.len() - 1
-                });
-                slices[at].push(&**slice);
-            }
-        }
-        Self { services, slices }
-    }
-}
-
 fn port_selected(target_port: Option<&IntOrString>, name: &str, number: u16) -> bool {
     match target_port {
         None => true,
@@ -191,7 +138,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scanning_a_namespace_finds_what_the_grouping_does() {
+    fn slices_are_found_by_their_service_label_and_namespace() {
         let mut snapshot = Snapshot::default();
         // Slices of services a and b in two namespaces, one of them named after the other service.
         for (namespace, name, service, ip) in [
@@ -208,7 +155,8 @@ mod tests {
             let slice: EndpointSlice = serde_saphyr::from_str(&yaml).expect("test slice");
             snapshot.endpoint_slices.insert(ObjectKey::new(namespace, name), Arc::new(slice.into()));
         }
-        let index = EndpointIndex::new(&snapshot, false);
+        let slices = SliceIndex::new(&snapshot);
+        let index = EndpointIndex::new(&snapshot, false, &slices);
         let services = [("x", "a"), ("x", "b"), ("y", "a"), ("y", "b"), ("z", "a")];
         let lookups = |index: &EndpointIndex<'_>| -> Vec<Vec<String>> {
             let ready = |(ns, name): (&str, &str)| index.ready(&ObjectKey::new(ns, name), None);
@@ -219,10 +167,6 @@ mod tests {
         assert_eq!(scanned[1], ["10.0.0.4:80"]);
         assert_eq!(scanned[2], ["10.0.1.1:80"]);
         assert!(scanned[3].is_empty() && scanned[4].is_empty());
-        while index.grouped.get().is_none() {
-            lookups(&index);
-        }
-        assert_eq!(lookups(&index), scanned, "the grouping answers as the scans did");
     }
 
     #[test]
@@ -244,7 +188,8 @@ mod tests {
             let slice: EndpointSlice = serde_saphyr::from_str(&yaml).expect("test slice");
             snapshot.endpoint_slices.insert(ObjectKey::new("x", name), Arc::new(slice.into()));
         }
-        let index = EndpointIndex::new(&snapshot, false);
+        let slices = SliceIndex::new(&snapshot);
+        let index = EndpointIndex::new(&snapshot, false, &slices);
         let found: Vec<String> =
             index.ready(&ObjectKey::new("x", "web"), None).into_iter().map(|e| e.addr.to_string()).collect();
         assert_eq!(found, ["10.0.0.1:80", "[2001:db8::2]:80"]);

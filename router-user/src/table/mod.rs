@@ -55,7 +55,8 @@ pub use shards::Shard;
 use shards::ShardBy;
 use slice_index::SliceIndex;
 pub use tls_material::{RouteTls, TlsBuild};
-pub use views::{Rules, RulesKind};
+pub use views::Rules;
+use views::RulesKind;
 
 /// The live table, swapped whole on every rebuild.
 pub type TableHandle = Arc<ArcSwap<RouteTable>>;
