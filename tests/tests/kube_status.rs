@@ -1,7 +1,8 @@
 //! Route status and start-up against a real kube-apiserver: a route that leaves a router's shard (its labels,
 //! or its namespace's labels, stop matching) loses that router's `status.ingress[]` entry while other routers'
 //! entries stay; a router started while the apiserver is unreachable keeps retrying, stays unready, and syncs
-//! once the apiserver is up.
+//! once the apiserver is up; an entry of ours someone else changed is written back; two routers of one name that
+//! disagree about the entry stop rewriting each other's (contention).
 //!
 //! Each test owns its control plane; the tests of this file run one at a time.
 
@@ -115,6 +116,72 @@ async fn a_router_started_while_the_apiserver_is_down_waits_for_it() {
     .await;
     assert_eq!(get(router.http_addr, "web.example.com", "/").await.backend(), "web");
     let client = plane.client().await;
+    wait_admitted(&client, "app", "web", "default", "True", "").await;
+    router.shutdown().await;
+}
+
+/// Ok status writes a router has counted.
+fn status_writes(router: &router::server::RunningRouter) -> u64 {
+    let text = router.metrics.render();
+    let line = text.lines().find(|line| line.starts_with("router_route_status_writes_total{result=\"ok\"}"));
+    line.and_then(|line| line.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_routers_of_one_name_that_disagree_stop_rewriting_each_others_status() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(plane) = control_plane_with_crd().await else { return };
+    let client = plane.client().await;
+    let web = TestBackend::start("web").await;
+    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
+    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
+    apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+
+    // One name, two canonical hostnames: each router's entry says the other's is wrong.
+    let mut settings = plane.router_settings(Identity::Router);
+    settings.router_canonical_hostname = Some("one.example.com".into());
+    let one = start_router_with(settings.clone()).await;
+    wait_admitted(&client, "app", "web", "default", "True", "").await;
+    settings.router_canonical_hostname = Some("two.example.com".into());
+    let two = start_router_with(settings).await;
+
+    // Each sees the other's write of its entry twice at most before it backs off for the contention interval
+    // (minutes): a handful of writes, not a write loop at the write pace (100 per second).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let settled = status_writes(&one) + status_writes(&two);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let later = status_writes(&one) + status_writes(&two);
+    assert!(settled <= 8, "{settled} status writes in 5 s by two routers of one name");
+    assert_eq!(later, settled, "writes went on after both routers saw the contention");
+    let text = one.metrics.render() + &two.metrics.render();
+    assert!(text.contains("router_route_status_writes_total{result=\"held_back\"}"), "held-back writes are counted");
+    // Both keep serving the route.
+    assert_eq!(get(one.http_addr, "web.example.com", "/").await.backend(), "web");
+    assert_eq!(get(two.http_addr, "web.example.com", "/").await.backend(), "web");
+    one.shutdown().await;
+    two.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_of_ours_changed_by_someone_else_is_written_back() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(plane) = control_plane_with_crd().await else { return };
+    let client = plane.client().await;
+    let web = TestBackend::start("web").await;
+    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
+    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
+    apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+    let router = start_router_with(plane.router_settings(Identity::Router)).await;
+    wait_admitted(&client, "app", "web", "default", "True", "").await;
+
+    // Someone (a script clearing status, an older router) says the route is rejected.
+    let routes: kube::Api<router::model::Route> = kube::Api::namespaced(client.clone(), "app");
+    let wrong = serde_json::json!({"status": {"ingress": [{
+        "host": "web.example.com", "routerName": "default", "wildcardPolicy": "None",
+        "conditions": [{"type": "Admitted", "status": "False", "reason": "HostAlreadyClaimed"}],
+    }]}});
+    let patch = kube::api::Patch::Merge(&wrong);
+    routes.patch_status("web", &Default::default(), &patch).await.expect("status patch");
     wait_admitted(&client, "app", "web", "default", "True", "").await;
     router.shutdown().await;
 }

@@ -133,12 +133,20 @@ fn all<K: Resource>(resource: &'static str) -> Watched<K, K> {
         relevance: None,
         usability: None,
         keep: without_bookkeeping,
+        quiet_updates: None,
     }
 }
 
 /// Every object of `resource`, each update a change, stored as the part the router reads (`T`).
 fn kept<K: Resource, T: From<K>>(resource: &'static str) -> Watched<K, Kept<K, T>> {
-    Watched { resource, config: watcher::Config::default(), relevance: None, usability: None, keep: Kept::keep }
+    Watched {
+        resource,
+        config: watcher::Config::default(),
+        relevance: None,
+        usability: None,
+        keep: Kept::keep,
+        quiet_updates: None,
+    }
 }
 
 /// EndpointSlices, those whose `addressType` gives no backends left out (and reported), stored as the part
@@ -148,7 +156,14 @@ fn slices<K: Resource>(
     keep: fn(K) -> Kept<K, StoredSlice>,
 ) -> Watched<K, Kept<K, StoredSlice>> {
     let config = watcher::Config::default();
-    Watched { resource: "endpointslices", config, relevance: None, usability: Some(usability), keep }
+    Watched {
+        resource: "endpointslices",
+        config,
+        relevance: None,
+        usability: Some(usability),
+        keep,
+        quiet_updates: None,
+    }
 }
 
 /// A v1beta1 EndpointSlice as the store keeps it: converted to v1 first.
@@ -219,7 +234,11 @@ async fn run(
         metrics: metrics.clone(),
         tasks: Vec::new(),
     };
-    let routes = reflectors.watch(Watched { relevance: Some(route_relevance), ..all::<Route>("routes") });
+    // Status-only changes of routes reach the status writer (another writer may have changed our entry).
+    let (quiet_updates, quiet_route_updates) = mpsc::unbounded_channel();
+    let quiet_updates = options.update_status.then_some(quiet_updates);
+    let routes =
+        reflectors.watch(Watched { relevance: Some(route_relevance), quiet_updates, ..all::<Route>("routes") });
     let services = reflectors.watch(kept::<Service, StoredService>("services"));
     let slices = match (options.watch_endpoints, slices_v1) {
         (true, _) => SliceStore::Off,
@@ -259,7 +278,7 @@ async fn run(
             router_name: options.router_name.clone(),
             canonical_hostname: options.canonical_hostname.clone(),
             metrics: metrics.clone(),
-            written: Default::default(),
+            quiet_updates: quiet_route_updates,
         };
         tasks.push(Box::pin(writer.run(tables)));
     }

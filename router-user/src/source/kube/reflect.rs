@@ -14,7 +14,7 @@ use kube::runtime::reflector::{self, Lookup, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 use tracing::{info, warn};
 
 use super::backoff::WatchBackoff;
@@ -22,7 +22,7 @@ use super::decoded::Decoded;
 use super::sieve::{Sieve, Usability};
 use super::skipped::SkippedObjects;
 use crate::metrics::{Metrics, ResourceLabels};
-use crate::model::drop_bookkeeping;
+use crate::model::{drop_bookkeeping, ObjectKey};
 
 /// What about an object matters to the table: when an update leaves it unchanged (a status write, say), no
 /// rebuild is signalled. `None` means every update matters.
@@ -38,6 +38,9 @@ pub struct Watched<K, S> {
     pub usability: Option<Usability<K>>,
     /// What the store keeps of an object: `without_bookkeeping`, or a `Kept` part.
     pub keep: fn(K) -> S,
+    /// Where updates that leave the relevance unchanged (status writes) are reported, by key: the route status
+    /// writer checks those routes again.
+    pub quiet_updates: Option<mpsc::UnboundedSender<ObjectKey>>,
 }
 
 /// The whole object without the server's bookkeeping (`managedFields`, the last-applied annotation).
@@ -59,7 +62,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     S: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    let Watched { resource, config, relevance, usability, keep } = watched;
+    let Watched { resource, config, relevance, usability, keep, quiet_updates } = watched;
     let (reader, mut writer) = reflector::store();
     let mut sieve = Sieve::new(resource, usability, keep, skipped, metrics.clone());
     let stored = reader.clone();
@@ -78,7 +81,8 @@ where
             event
         });
     let drive = async move {
-        let mut seen: HashMap<(String, String), String> = HashMap::new();
+        // Fingerprints hashed: the relevance text of a route is its whole spec.
+        let mut seen: HashMap<(String, String), u64> = HashMap::new();
         let mut failing = false;
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
@@ -102,14 +106,19 @@ where
                     false
                 }
                 (watcher::Event::InitApply(object), Some(relevance)) => {
-                    seen.insert(key(object), relevance(object));
+                    seen.insert(key(object), fingerprint(&relevance(object)));
                     false
                 }
                 (watcher::Event::InitApply(_), None) => false,
                 (watcher::Event::InitDone, _) => true,
                 (watcher::Event::Apply(object), Some(relevance)) => {
-                    let now = relevance(object);
-                    seen.insert(key(object), now.clone()) != Some(now)
+                    let now = fingerprint(&relevance(object));
+                    let changed = seen.insert(key(object), now) != Some(now);
+                    if let (false, Some(quiet)) = (changed, &quiet_updates) {
+                        let (namespace, name) = key(object);
+                        let _ = quiet.send(ObjectKey::new(namespace, name));
+                    }
+                    changed
                 }
                 (watcher::Event::Apply(_), None) => true,
                 (watcher::Event::Delete(object), _) => {
@@ -123,6 +132,13 @@ where
         }
     };
     (reader, drive)
+}
+
+fn fingerprint(relevance: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    relevance.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn key<S: Lookup>(object: &S) -> (String, String) {

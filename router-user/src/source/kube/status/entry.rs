@@ -40,6 +40,18 @@ pub fn same_entry(current: &RouteIngress, desired: &RouteIngress) -> bool {
         && current.conditions.iter().zip(&desired.conditions).all(|(a, b)| same_condition(a, b))
 }
 
+/// What `same_entry` compares, hashed: entries with equal fingerprints are the same entry.
+pub fn fingerprint(entry: &RouteIngress) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&entry.host, &entry.router_name, &entry.wildcard_policy, &entry.router_canonical_hostname).hash(&mut hasher);
+    for condition in &entry.conditions {
+        (&condition.kind, &condition.status, &condition.reason, &condition.message).hash(&mut hasher);
+    }
+    entry.conditions.len().hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Keeps the old transition time when the condition's status did not change, else stamps now.
 pub fn with_transition_time(mut desired: RouteIngress, current: Option<&RouteIngress>) -> RouteIngress {
     let previous = current.and_then(|entry| entry.conditions.iter().find(|c| c.kind == "Admitted"));
