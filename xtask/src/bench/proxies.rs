@@ -160,10 +160,12 @@ fn base_args(config: &Path) -> Vec<String> {
     vec!["-f".into(), config.display().to_string(), "-db".into()]
 }
 
-/// The router's environment: warnings only, and active health checks effectively off (one round at start, then
+/// The router's environment: warnings and the line of each published table (its build time, read beside the
+/// route churn figures in the router's log), and active health checks effectively off (one round at start, then
 /// one a day), as HAProxy runs without `check` (see `haproxy_options`). ROUTER_THREADS follows HAProxy's
 /// `nbthread` (`router_env`; the router's own default is 4, the ingress operator's value).
-const ROUTER_ENV: [(&str, &str); 2] = [("RUST_LOG", "warn"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
+const ROUTER_ENV: [(&str, &str); 2] =
+    [("RUST_LOG", "warn,router::publish=info"), ("ROUTER_BACKEND_CHECK_INTERVAL", "24h")];
 
 /// The rustls crypto provider of a router process (`ROUTER_TLS_PROVIDER`): both are in the one binary, so one run
 /// measures both side by side.
