@@ -244,6 +244,7 @@ impl StatusWriter {
     fn pending(&self, book: &mut Book, key: &ObjectKey, now: Instant) -> Option<Pending> {
         let Some(route) = self.route(key) else {
             book.written.remove(key);
+            book.failures.remove(key);
             return None;
         };
         let version = route.resource_version().unwrap_or_default();
