@@ -16,6 +16,7 @@ use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::eventually;
+use router_tests::metrics_text::series_value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -57,9 +58,7 @@ async fn create_routes(client: &Client) {
 }
 
 fn ok_status_writes(router: &router::server::RunningRouter) -> f64 {
-    let text = router.metrics.render();
-    let line = text.lines().find(|line| line.starts_with("router_route_status_writes_total{result=\"ok\"}"));
-    line.and_then(|line| line.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0.0)
+    series_value(&router.metrics.render(), "router_route_status_writes_total{result=\"ok\"}").unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

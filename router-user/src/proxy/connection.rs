@@ -173,7 +173,9 @@ async fn finished_or_idle<F: std::future::Future>(
             _ = tokio::time::sleep(DRAIN_POLL) => {
                 if clock.busy() {
                     idle_since = None;
-                } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= idle_wait {
+                } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= idle_wait.max(DRAIN_POLL) {
+                    // Idle for a whole poll at least: a stream counted finished when its body's last frame went
+                    // to hyper may still have that frame to write (dropped at once, it was cut).
                     return None;
                 }
             }
