@@ -55,6 +55,17 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
+    /// `start`, then the Route CRD and the router's RBAC (`deploy/`) applied and the CRD established: where every
+    /// test of the Kubernetes source begins.
+    pub async fn start_with_routes() -> Option<ControlPlane> {
+        let plane = Self::start().await?;
+        let client = plane.client().await;
+        apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
+        apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
+        objects::wait_crd_established(&client).await;
+        Some(plane)
+    }
+
     /// Starts etcd and kube-apiserver and waits until the apiserver is ready. `None` (with the reason printed)
     /// when the binaries are missing and the tests are not required to run.
     pub async fn start() -> Option<ControlPlane> {

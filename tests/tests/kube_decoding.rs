@@ -10,23 +10,14 @@ use std::time::{Duration, Instant};
 
 use router::config::Settings;
 use router::server::RunningRouter;
-use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_crd_established};
-use router_tests::apiserver::{apply_json, apply_yaml, get as get_object, ControlPlane, Identity};
+use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service};
+use router_tests::apiserver::{apply_json, get as get_object, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::{get, KeepAliveClient, Reply};
 use router_tests::{eventually, start_router_with};
 use serde_json::{json, Value};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn control_plane_with_crd() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
-    let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
-    Some(plane)
-}
 
 /// `slice` of `service` with no endpoints (what the EndpointSlice controller leaves for a Service scaled to
 /// zero).
@@ -90,7 +81,7 @@ fn skipped_count(router: &RunningRouter, resource: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_scaled_to_zero_answers_503_and_200_again_when_refilled() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let web = TestBackend::start("web").await;
     apply_all(&client, [namespace("app", &[]), service("app", "web"), service("app", "idle")]).await;
@@ -134,7 +125,7 @@ fn unreadable_route(namespace: &str, name: &str, host: &str, service: &str) -> V
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_the_router_cannot_use_is_skipped_and_the_others_keep_flowing() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let (web, external) = (TestBackend::start("web").await, TestBackend::start("external").await);
     apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;

@@ -12,8 +12,7 @@ use k8s_openapi::ByteString;
 use kube::api::{Patch, PatchParams};
 use router::model::gateway::HTTPRoute;
 use router_tests::apiserver::objects::{
-    apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
-    wait_named_crd_established,
+    apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_named_crd_established,
 };
 use router_tests::apiserver::{apply_json, apply_yaml, delete, get, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
@@ -28,12 +27,9 @@ const CLASS: &str = "openshift-router";
 const GROUP_VERSION: &str = "gateway.networking.k8s.io/v1";
 
 async fn control_plane_with_crds() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
+    let plane = ControlPlane::start_with_routes().await?;
     let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
     apply_yaml(&client, include_str!("../../deploy/gateway-api-crds.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
     for crd in ["gateways", "httproutes", "tlsroutes"] {
         wait_named_crd_established(&client, &format!("{crd}.gateway.networking.k8s.io")).await;
     }

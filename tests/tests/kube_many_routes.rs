@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 use kube::api::PostParams;
 use kube::{Api, Client};
 use router::model::Route;
-use router_tests::apiserver::objects::{
-    apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
-};
-use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
+use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_admitted};
+use router_tests::apiserver::{apply_json, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::eventually;
@@ -63,11 +61,8 @@ fn ok_status_writes(router: &router::server::RunningRouter) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_thousand_routes_through_the_api_are_served_and_their_status_written_at_a_bounded_pace() {
-    let Some(plane) = ControlPlane::start().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
     let web = TestBackend::start("web").await;
     for n in 0..NAMESPACES {
         let ns = format!("many-{n}");

@@ -7,9 +7,9 @@
 use std::time::{Duration, Instant};
 
 use router_tests::apiserver::objects::{
-    admitted, apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
+    admitted, apply_all, endpoint_slices, namespace, route, service, wait_admitted,
 };
-use router_tests::apiserver::{apply_json, apply_yaml, delete, ControlPlane, Identity};
+use router_tests::apiserver::{apply_json, delete, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::{get, KeepAliveClient};
 use router_tests::{eventually, next_generation, start_router_with};
@@ -17,19 +17,10 @@ use router_tests::{eventually, next_generation, start_router_with};
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const ROUTER: &str = "default";
 
-async fn control_plane_with_crd() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
-    let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
-    Some(plane)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_route_created_in_the_apiserver_is_served_and_admitted() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let (blue, green) = (TestBackend::start("blue").await, TestBackend::start("green").await);
     apply_all(&client, [namespace("shop", &[]), service("shop", "web")]).await;
@@ -84,7 +75,7 @@ async fn a_route_created_in_the_apiserver_is_served_and_admitted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_conflict_is_written_to_the_losers_status_and_resolved_when_the_winner_goes() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let (old, new) = (TestBackend::start("old").await, TestBackend::start("new").await);
     apply_all(&client, [namespace("team", &[]), service("team", "old"), service("team", "new")]).await;
@@ -123,7 +114,7 @@ async fn a_host_conflict_is_written_to_the_losers_status_and_resolved_when_the_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ingress_is_served_as_routes() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let web = TestBackend::start("web").await;
     apply_all(&client, [namespace("kube-users", &[]), service("kube-users", "web")]).await;

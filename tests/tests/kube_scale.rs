@@ -15,8 +15,8 @@ use kube::{Api, Client};
 use router::model::{Route, Snapshot};
 use router::source::kube::EndpointSliceV1beta1;
 use router::table::{build, BuildOptions};
-use router_tests::apiserver::objects::{endpoint_slices, namespace, route, service, wait_crd_established};
-use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
+use router_tests::apiserver::objects::{endpoint_slices, namespace, route, service};
+use router_tests::apiserver::{apply_json, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::{eventually, start_router_with};
@@ -35,11 +35,8 @@ async fn scale_figures() {
     let objects: Vec<(String, String, Vec<serde_json::Value>)> = (0..ROUTES).map(objects_for).collect();
     in_process_build(&objects);
 
-    let Some(plane) = ControlPlane::start().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
     for index in 0..NAMESPACES {
         apply_json(&client, namespace(&format!("scale-{index}"), &[])).await;
     }

@@ -4,20 +4,17 @@
 use std::time::Duration;
 
 use router_tests::apiserver::objects::{
-    admitted, apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
+    admitted, apply_all, endpoint_slices, namespace, route, service, wait_admitted,
 };
-use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
+use router_tests::apiserver::{apply_json, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::{eventually, start_router_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routers_serve_and_admit_only_their_shard() {
-    let Some(plane) = ControlPlane::start().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
     let web = TestBackend::start("web").await;
     apply_all(&client, [namespace("prod", &[("env", "prod")]), namespace("dev", &[("env", "dev")])]).await;
     for ns in ["prod", "dev"] {

@@ -9,25 +9,14 @@
 use std::time::Duration;
 
 use kube::Client;
-use router_tests::apiserver::objects::{
-    apply_all, endpoint_slices, namespace, route, service, wait_admitted, wait_crd_established,
-};
-use router_tests::apiserver::{apply_json, apply_yaml, get as get_object, ControlPlane, Identity};
+use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, route, service, wait_admitted};
+use router_tests::apiserver::{apply_json, get as get_object, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::client::get;
 use router_tests::metrics_text::series_value;
 use router_tests::{eventually, start_router_with};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn control_plane_with_crd() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
-    let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    wait_crd_established(&client).await;
-    Some(plane)
-}
 
 /// The router names of a route's `status.ingress[]` entries, sorted.
 async fn status_routers(client: &Client, namespace: &str, name: &str) -> Vec<String> {
@@ -47,10 +36,20 @@ async fn wait_status_routers(client: &Client, namespace: &str, name: &str, want:
     .await;
 }
 
+/// Namespace `app` with Service `web`, its one pod (returned: it serves while held) and Route `web` for
+/// web.example.com.
+async fn web_route(client: &Client) -> TestBackend {
+    let web = TestBackend::start("web").await;
+    apply_all(client, [namespace("app", &[]), service("app", "web")]).await;
+    apply_all(client, endpoint_slices("app", "web", "web", &[web.addr])).await;
+    apply_json(client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+    web
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_route_leaving_the_shard_loses_this_routers_status_entry() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let web = TestBackend::start("web").await;
     apply_all(&client, [namespace("prod", &[("env", "prod")]), service("prod", "web")]).await;
@@ -92,12 +91,9 @@ async fn a_route_leaving_the_shard_loses_this_routers_status_entry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_router_started_while_the_apiserver_is_down_waits_for_it() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(mut plane) = control_plane_with_crd().await else { return };
+    let Some(mut plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    let web = TestBackend::start("web").await;
-    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
-    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
-    apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+    let _web = web_route(&client).await;
     plane.stop_apiserver();
 
     let router = router::server::start(plane.router_settings(Identity::Router))
@@ -129,12 +125,9 @@ fn status_writes(router: &router::server::RunningRouter) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_routers_of_one_name_that_disagree_stop_rewriting_each_others_status() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    let web = TestBackend::start("web").await;
-    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
-    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
-    apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+    let _web = web_route(&client).await;
 
     // One name, two canonical hostnames: each router's entry says the other's is wrong.
     let mut settings = plane.router_settings(Identity::Router);
@@ -164,12 +157,9 @@ async fn two_routers_of_one_name_that_disagree_stop_rewriting_each_others_status
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_of_ours_changed_by_someone_else_is_written_back() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
-    let web = TestBackend::start("web").await;
-    apply_all(&client, [namespace("app", &[]), service("app", "web")]).await;
-    apply_all(&client, endpoint_slices("app", "web", "web", &[web.addr])).await;
-    apply_json(&client, route("app", "web", "web.example.com", "/", "web", &[])).await;
+    let _web = web_route(&client).await;
     let router = start_router_with(plane.router_settings(Identity::Router)).await;
     wait_admitted(&client, "app", "web", "default", "True", "").await;
 

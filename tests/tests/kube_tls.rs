@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, service, wait_admitted};
-use router_tests::apiserver::{apply_json, apply_yaml, get, ControlPlane, Identity};
+use router_tests::apiserver::{apply_json, get, ControlPlane, Identity};
 use router_tests::backend::{TestBackend, TlsEcho};
 use router_tests::pki::{Leaf, TestCa};
 use router_tests::tls_client::{client_config, https_get, peer_certificate, tls_connect, try_https_get, Trust};
@@ -23,15 +23,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const ROUTER: &str = "default";
 const NS: &str = "secure";
-
-async fn control_plane_with_crd() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
-    let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    router_tests::apiserver::objects::wait_crd_established(&client).await;
-    Some(plane)
-}
 
 /// A Route to `service` with `spec.tls` set to `tls`.
 fn tls_route(name: &str, host: &str, service: &str, tls: Value) -> Value {
@@ -86,7 +77,7 @@ async fn wait_served_certificate(https: SocketAddr, sni: &'static str, certifica
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_routes_created_through_the_api_are_served_on_443() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let (front_ca, pod_ca) = (TestCa::new("front-ca"), TestCa::new("pod-ca"));
     let edge_leaf = front_ca.leaf(&["edge.example.com"]);
@@ -170,7 +161,7 @@ async fn tls_routes_created_through_the_api_are_served_on_443() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_external_certificate_follows_its_secret() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let ca = TestCa::new("external-ca");
     let (first, renewed) = (ca.leaf(&["site.example.com"]), ca.leaf(&["site.example.com"]));

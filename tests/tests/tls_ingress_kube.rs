@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use router_tests::apiserver::objects::{apply_all, endpoint_slices, namespace, service};
-use router_tests::apiserver::{apply_json, apply_yaml, ControlPlane, Identity};
+use router_tests::apiserver::{apply_json, ControlPlane, Identity};
 use router_tests::backend::TestBackend;
 use router_tests::pki::TestCa;
 use router_tests::tls_client::{client_config, try_https_get, Trust};
@@ -15,15 +15,6 @@ use router_tests::{eventually, start_router_with};
 use serde_json::{json, Value};
 
 const NS: &str = "ingress-tls";
-
-async fn control_plane_with_crd() -> Option<ControlPlane> {
-    let plane = ControlPlane::start().await?;
-    let client = plane.client().await;
-    apply_yaml(&client, include_str!("../../deploy/crd.yaml")).await;
-    apply_yaml(&client, include_str!("../../deploy/rbac.yaml")).await;
-    router_tests::apiserver::objects::wait_crd_established(&client).await;
-    Some(plane)
-}
 
 /// A reencrypt Ingress for `host` to service `pod`, its destination CA in Secret `secret`.
 fn ingress(name: &str, host: &str, secret: &str) -> Value {
@@ -51,7 +42,7 @@ fn ca_secret(name: &str, ca_pem: &str, key_pem: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ingress_destination_ca_secret_verifies_reencrypt_pods() {
-    let Some(plane) = control_plane_with_crd().await else { return };
+    let Some(plane) = ControlPlane::start_with_routes().await else { return };
     let client = plane.client().await;
     let (pod_ca, other_ca) = (TestCa::new("pod-ca"), TestCa::new("other-ca"));
     let pod_leaf = pod_ca.leaf(&["pod.internal"]);

@@ -121,9 +121,10 @@ impl StatusWriter {
                     }
                     let table = tables.borrow_and_update().clone();
                     let first = book.places.table().is_none();
+                    // The first table makes all its routes due (a bulk); routes outside it may carry our entry.
                     book.places.follow(table, &mut book.due);
                     if first {
-                        self.all_due(&mut book);
+                        self.ours_outside_due(&mut book.due);
                     }
                 }
                 Some(key) = self.quiet_updates.recv() => {
@@ -142,7 +143,10 @@ impl StatusWriter {
                 }
                 _ = tokio::time::sleep_until(resync_at) => {
                     resync_at += RESYNC;
-                    self.all_due(&mut book);
+                    let Book { places, due, .. } = &mut book;
+                    places.keys().for_each(|key| due.push_bulk(key.clone()));
+                    self.ours_outside_due(due);
+                    debug!(due = due.len(), "route status: a full pass");
                 }
                 _ = std::future::ready(()), if may_look => {
                     let now = Instant::now();
@@ -176,18 +180,14 @@ impl StatusWriter {
         }
     }
 
-    /// Every route of the table, and every route in the store that carries an entry of ours.
-    fn all_due(&self, book: &mut Book) {
-        let keys: Vec<ObjectKey> = book.places.keys().cloned().collect();
-        for key in keys {
-            book.due.push_bulk(key);
-        }
+    /// Every route in the store that carries an entry of ours, as a bulk (those the table holds are due
+    /// already; the others lose the entry).
+    fn ours_outside_due(&self, due: &mut Due) {
         for route in self.routes.state() {
             if self.our_entry(&route).is_some() {
-                book.due.push_bulk(ObjectKey::new(route.namespace().unwrap_or_default(), route.name_any()));
+                due.push_bulk(ObjectKey::new(route.namespace().unwrap_or_default(), route.name_any()));
             }
         }
-        debug!(due = book.due.len(), "route status: a full pass");
     }
 
     /// A route's object changed without a rebuild: when our entry in it is neither what we wrote nor what it
