@@ -11,6 +11,7 @@ mod weights;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 pub use endpoint_health::{now_ms, EndpointHealth};
 pub use random::next_random;
@@ -35,7 +36,9 @@ pub enum Balancer {
     RoundRobin(RoundRobin),
     LeastConn(RoundRobin),
     Random,
-    Source(HashRing),
+    /// Built on the backend's first pick: most routes of a large table (passthrough ones balance by source by
+    /// default) may never see a connection, and a ring is a few kilobytes.
+    Source(OnceLock<HashRing>),
 }
 
 impl Balancer {
@@ -45,10 +48,7 @@ impl Balancer {
             BalanceAlgorithm::RoundRobin => Balancer::RoundRobin(RoundRobin::new(&weights)),
             BalanceAlgorithm::LeastConn => Balancer::LeastConn(RoundRobin::new(&weights)),
             BalanceAlgorithm::Random => Balancer::Random,
-            BalanceAlgorithm::Source => {
-                let ids: Vec<(&str, u32)> = endpoints.iter().map(|e| (e.id(), e.weight())).collect();
-                Balancer::Source(HashRing::new(&ids))
-            }
+            BalanceAlgorithm::Source => Balancer::Source(OnceLock::new()),
         }
     }
 
@@ -59,7 +59,13 @@ impl Balancer {
             Balancer::RoundRobin(rr) => rr.pick(&eligible),
             Balancer::LeastConn(rr) => least_connections(endpoints, rr, &eligible),
             Balancer::Random => random::pick_two(endpoints, &eligible),
-            Balancer::Source(ring) => ring.pick(flow_hash(&client), &eligible),
+            Balancer::Source(ring) => {
+                let ring = ring.get_or_init(|| {
+                    let ids: Vec<(&str, u32)> = endpoints.iter().map(|e| (e.id(), e.weight())).collect();
+                    HashRing::new(&ids)
+                });
+                ring.pick(flow_hash(&client), &eligible)
+            }
         }
     }
 }

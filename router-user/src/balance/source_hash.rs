@@ -7,27 +7,32 @@ use std::net::IpAddr;
 /// Ring points of the heaviest endpoint; lighter ones get proportionally fewer (at least one).
 const MAX_POINTS: u64 = 160;
 
+/// Endpoints a ring can tell apart: their index fills a point's low bits.
+const INDEX_BITS: u32 = 20;
+const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+
 #[derive(Debug)]
 pub struct HashRing {
-    /// (point, endpoint index), sorted by point.
-    points: Vec<(u64, usize)>,
+    /// Sorted points, each the ring position in its high bits and its endpoint's index in the low
+    /// `INDEX_BITS` (8 bytes a point: a 4-endpoint ring is 5 KB).
+    points: Box<[u64]>,
 }
 
 impl HashRing {
+    /// Endpoints past the `INDEX_BITS` limit (a million) get no points.
     pub fn new(endpoints: &[(&str, u32)]) -> HashRing {
         let max_weight = endpoints.iter().map(|(_, w)| *w).max().unwrap_or(0).max(1);
-        let mut points = Vec::new();
-        for (index, (id, weight)) in endpoints.iter().enumerate() {
-            if *weight == 0 {
-                continue;
-            }
-            let count = (u64::from(*weight) * MAX_POINTS / u64::from(max_weight)).max(1);
-            for replica in 0..count {
-                points.push((fnv1a(id.as_bytes(), replica), index));
+        let count = |weight: u32| (u64::from(weight) * MAX_POINTS / u64::from(max_weight)).max(1);
+        let indexed = endpoints.iter().enumerate().take(1 << INDEX_BITS).filter(|(_, (_, weight))| *weight > 0);
+        let total: u64 = indexed.clone().map(|(_, (_, weight))| count(*weight)).sum();
+        let mut points = Vec::with_capacity(total as usize);
+        for (index, (id, weight)) in indexed {
+            for replica in 0..count(*weight) {
+                points.push((fnv1a(id.as_bytes(), replica) & !INDEX_MASK) | index as u64);
             }
         }
         points.sort_unstable();
-        HashRing { points }
+        HashRing { points: points.into_boxed_slice() }
     }
 
     /// The endpoint owning the first point at or after `hash` that is eligible.
@@ -35,9 +40,9 @@ impl HashRing {
         if self.points.is_empty() {
             return None;
         }
-        let start = self.points.partition_point(|(point, _)| *point < hash);
+        let start = self.points.partition_point(|point| *point & !INDEX_MASK < hash & !INDEX_MASK);
         let len = self.points.len();
-        (0..len).map(|offset| self.points[(start + offset) % len].1).find(|&i| eligible(i))
+        (0..len).map(|offset| (self.points[(start + offset) % len] & INDEX_MASK) as usize).find(|&i| eligible(i))
     }
 }
 
@@ -97,5 +102,13 @@ mod tests {
         for client in clients().into_iter().take(100) {
             assert_ne!(ring.pick(flow_hash(&client), &|i| i != 1), Some(1));
         }
+    }
+
+    #[test]
+    fn points_follow_weights_and_a_weightless_endpoint_owns_none() {
+        let ring = HashRing::new(&[("a", 2), ("b", 1), ("c", 0)]);
+        let owned = |index: u64| ring.points.iter().filter(|point| *point & INDEX_MASK == index).count();
+        assert_eq!((owned(0), owned(1), owned(2)), (160, 80, 0));
+        assert!(ring.points.windows(2).all(|pair| pair[0] <= pair[1]), "points are sorted");
     }
 }

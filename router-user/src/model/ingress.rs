@@ -163,14 +163,14 @@ fn tls_config(
     if termination != "passthrough" {
         if let Some(Some(secret_name)) = secret {
             let secret = snapshot.secrets.get(&ObjectKey::new(namespace, secret_name)).ok_or(())?;
-            tls.certificate = Some(secret_text(secret, "tls.crt").ok_or(())?);
-            tls.key = Some(secret_text(secret, "tls.key").ok_or(())?);
+            tls.certificate = Some(secret_text(secret, "tls.crt").ok_or(())?.into());
+            tls.key = Some(secret_text(secret, "tls.key").ok_or(())?.into());
         }
     }
     if termination == "reencrypt" {
         if let Some(name) = ingress.annotations().get(DESTINATION_CA_ANNOTATION).filter(|n| !n.is_empty()) {
             let secret = snapshot.secrets.get(&ObjectKey::new(namespace, name)).ok_or(())?;
-            tls.destination_ca_certificate = Some(secret_text(secret, "tls.crt").ok_or(())?);
+            tls.destination_ca_certificate = Some(secret_text(secret, "tls.crt").ok_or(())?.into());
         }
     }
     Ok(Some(tls))

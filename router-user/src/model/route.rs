@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gateway_filters::GatewayFilters;
 use super::null_as_default::null_as_default;
+use super::pem_text::PemText;
 use super::request_match::RequestMatch;
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -70,13 +71,17 @@ pub struct TlsConfig {
     /// `edge`, `passthrough` or `reencrypt`.
     pub termination: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificate: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub certificate: Option<PemText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub key: Option<PemText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_certificate: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub ca_certificate: Option<PemText>,
     #[serde(rename = "destinationCACertificate", default, skip_serializing_if = "Option::is_none")]
-    pub destination_ca_certificate: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub destination_ca_certificate: Option<PemText>,
     /// `None`, `Allow` or `Redirect`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insecure_edge_termination_policy: Option<String>,

@@ -14,9 +14,9 @@ use rustls::RootCertStore;
 use super::client_tls::client_auth;
 use super::Termination;
 use crate::admission::{Admitted, Rejection};
-use crate::model::{ObjectKey, Snapshot, TlsConfig};
-use crate::tls::{destination_ca, reencrypt_tls, CertCache};
-use crate::tls::{ReencryptUpstream, RouteClientAuth};
+use crate::model::{ObjectKey, PemText, Snapshot, TlsConfig};
+use crate::tls::{destination_ca, reencrypt_client, CertCache};
+use crate::tls::{ReencryptClient, ReencryptTls, ReencryptUpstream, RouteClientAuth};
 
 /// Router-wide TLS inputs of a table build.
 #[derive(Clone, Default)]
@@ -55,10 +55,17 @@ pub struct RouteTls {
     pub warning: Option<String>,
 }
 
-/// Reencrypt upstreams by route and destination CA; entries not used by the last build are dropped.
+/// A reencrypt upstream's route, Service and destination CA.
+type UpstreamKey = (String, String, Option<PemText>);
+
+/// Reencrypt upstreams by route and destination CA, and their client configurations by destination CA;
+/// entries not used by the last build are dropped.
 #[derive(Default)]
 struct ReencryptCache {
-    entries: HashMap<(String, String, String), (bool, Arc<ReencryptUpstream>)>,
+    entries: HashMap<UpstreamKey, (bool, Arc<ReencryptUpstream>)>,
+    /// By the destination CA's PEM text. Thousands of routes usually share a handful of CAs (the
+    /// cluster's service CA above all); one configuration with its session cache is about 8 KB.
+    clients: HashMap<Option<PemText>, (bool, ReencryptClient)>,
 }
 
 impl TlsBuild {
@@ -94,21 +101,35 @@ impl TlsBuild {
         }
         material.certificate = self.certs.route_certificate(tls).map_err(|e| invalid(e.to_string()))?;
         if termination == Some(Termination::Reencrypt) {
-            let destination = tls.destination_ca_certificate.as_deref().filter(|pem| !pem.trim().is_empty());
-            let ca = match destination {
-                Some(pem) => Some(destination_ca(pem).map_err(|e| invalid(e.to_string()))?),
-                None => None,
-            };
+            let destination = tls.destination_ca_certificate.as_ref().filter(|pem| !pem.trim().is_empty());
             let service = &admitted.route.spec.to.name;
-            let key = (admitted.key.to_string(), service.clone(), destination.unwrap_or_default().to_string());
+            let key = (admitted.key.to_string(), service.clone(), destination.cloned());
             let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let entry = cache.entries.entry(key).or_insert_with(|| {
-                let tls =
-                    reencrypt_tls(ca.as_ref(), self.default_destination_ca.as_ref(), service, admitted.namespace());
-                (true, Arc::new(ReencryptUpstream::new(tls, self.connect_timeout)))
-            });
-            entry.0 = true;
-            material.reencrypt = Some(entry.1.clone());
+            let cache = &mut *cache;
+            if let Some((used, upstream)) = cache.entries.get_mut(&key) {
+                *used = true;
+                material.reencrypt = Some(upstream.clone());
+                return Ok(material);
+            }
+            let client = match cache.clients.get_mut(&key.2) {
+                Some((used, client)) => {
+                    *used = true;
+                    client.clone()
+                }
+                None => {
+                    let ca = match destination {
+                        Some(pem) => Some(destination_ca(pem).map_err(|e| invalid(e.to_string()))?),
+                        None => None,
+                    };
+                    let client = reencrypt_client(ca.as_ref(), self.default_destination_ca.as_ref());
+                    cache.clients.insert(key.2.clone(), (true, client.clone()));
+                    client
+                }
+            };
+            let tls = ReencryptTls::new(client, service, admitted.namespace());
+            let upstream = Arc::new(ReencryptUpstream::new(tls, self.connect_timeout));
+            cache.entries.insert(key, (true, upstream.clone()));
+            material.reencrypt = Some(upstream);
         }
         Ok(material)
     }
@@ -150,7 +171,7 @@ fn external_certificate(
             "spec.tls.externalCertificate: Invalid value: secret {name:?} lacks tls.crt or tls.key"
         ));
     };
-    Ok(TlsConfig { certificate: Some(certificate), key: Some(key), ..tls.clone() })
+    Ok(TlsConfig { certificate: Some(certificate.into()), key: Some(key.into()), ..tls.clone() })
 }
 
 impl TlsBuild {
@@ -160,5 +181,7 @@ impl TlsBuild {
         self.certs.sweep();
         let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.entries.retain(|_, (used, upstream)| std::mem::take(used) || Arc::strong_count(upstream) > 1);
+        // A configuration is shared by the upstreams built from it, wherever they are still held.
+        cache.clients.retain(|_, (used, client)| std::mem::take(used) || client.is_shared());
     }
 }

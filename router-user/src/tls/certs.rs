@@ -144,7 +144,7 @@ fn verify_leaf(chain: &[CertificateDer<'static>], ca_certs: &[CertificateDer<'st
     }
 }
 
-fn non_empty(field: &Option<String>) -> Option<&str> {
+fn non_empty(field: &Option<crate::model::PemText>) -> Option<&str> {
     field.as_deref().filter(|text| !text.trim().is_empty())
 }
 
@@ -155,7 +155,13 @@ mod tests {
     use crate::tls::test_pki::{self, Pki};
 
     fn tls(cert: Option<String>, key: Option<String>, ca: Option<String>) -> TlsConfig {
-        TlsConfig { termination: "edge".into(), certificate: cert, key, ca_certificate: ca, ..TlsConfig::default() }
+        TlsConfig {
+            termination: "edge".into(),
+            certificate: cert.map(Into::into),
+            key: key.map(Into::into),
+            ca_certificate: ca.map(Into::into),
+            ..TlsConfig::default()
+        }
     }
 
     fn field_of(err: CertError) -> TlsField {

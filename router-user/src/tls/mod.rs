@@ -47,4 +47,6 @@ pub use reencrypt_pool::{ReencryptUpstream, POD_POOL_IDLE_TIMEOUT};
 pub use route_client_auth::RouteClientAuth;
 pub use server_config::ServerConfigs;
 pub use store::{CertChoice, CertStore, CertStoreBuilder};
-pub use upstream_config::{load_ca_bundle, load_ca_certificates, reencrypt_tls, ReencryptTls, Verification};
+pub use upstream_config::{
+    load_ca_bundle, load_ca_certificates, reencrypt_client, reencrypt_tls, ReencryptClient, ReencryptTls, Verification,
+};

@@ -53,6 +53,35 @@ pub fn reencrypt_tls(
     service: &str,
     namespace: &str,
 ) -> ReencryptTls {
+    ReencryptTls::new(reencrypt_client(destination_ca, default_ca), service, namespace)
+}
+
+/// A client configuration for reencrypt routes (`None` CA: the route has no `destinationCACertificate`).
+/// It depends on the CA alone, so routes with the same destination CA share one, with its session cache
+/// (sessions are kept per `<service>.<namespace>.svc` name, checked against that same CA).
+#[derive(Clone)]
+pub struct ReencryptClient {
+    config: Arc<ClientConfig>,
+    verify: Verification,
+}
+
+impl ReencryptClient {
+    /// Held by an upstream built from it.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.config) > 1
+    }
+}
+
+impl ReencryptTls {
+    pub fn new(client: ReencryptClient, service: &str, namespace: &str) -> ReencryptTls {
+        ReencryptTls { config: client.config, server_name: service_name(service, namespace), verify: client.verify }
+    }
+}
+
+pub fn reencrypt_client(
+    destination_ca: Option<&Arc<RootCertStore>>,
+    default_ca: Option<&Arc<RootCertStore>>,
+) -> ReencryptClient {
     let provider = Arc::new(provider::chosen().crypto_provider());
     let algorithms = provider.signature_verification_algorithms;
     let (verifier, verify): (Arc<dyn ServerCertVerifier>, Verification) = match (destination_ca, default_ca) {
@@ -77,7 +106,7 @@ pub fn reencrypt_tls(
     let mut config =
         client_builder(provider).dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    ReencryptTls { config: Arc::new(config), server_name: service_name(service, namespace), verify }
+    ReencryptClient { config: Arc::new(config), verify }
 }
 
 /// A PEM bundle of CA certificates from a file (DEFAULT_DESTINATION_CA_PATH, ROUTER_MUTUAL_TLS_AUTH_CA).

@@ -101,8 +101,8 @@ impl Draft {
         self.route.spec.tls = match (self.passthrough, self.https) {
             (true, _) => Some(tls("passthrough")),
             (false, Some((certificate, key))) => Some(TlsConfig {
-                certificate: Some(certificate),
-                key: Some(key),
+                certificate: Some(certificate.into()),
+                key: Some(key.into()),
                 insecure_edge_termination_policy: Some(
                     match (self.redirect, self.http) {
                         (true, _) => "Redirect",
