@@ -10,7 +10,8 @@ use rustls::sign::CertifiedKey;
 use sha2::{Digest, Sha256};
 
 use super::cert_error::CertError;
-use super::certs::route_certificate;
+use super::certs::route_certificate_sharing;
+use super::signing_keys::SigningKeys;
 use crate::model::TlsConfig;
 
 type Outcome = Result<Option<Arc<CertifiedKey>>, CertError>;
@@ -25,6 +26,7 @@ struct Entry {
 #[derive(Default)]
 pub struct CertCache {
     entries: Mutex<HashMap<[u8; 32], Entry>>,
+    keys: SigningKeys,
 }
 
 impl CertCache {
@@ -32,7 +34,8 @@ impl CertCache {
         CertCache::default()
     }
 
-    /// [`route_certificate`] for `tls`, computed once per distinct certificate, key and CA text.
+    /// [`route_certificate`](super::route_certificate) for `tls`, computed once per distinct certificate, key and
+    /// CA text; certificates with the same private key share its parsed form.
     pub fn route_certificate(&self, tls: &TlsConfig) -> Outcome {
         let key = cache_key(tls);
         if let Some(entry) = self.lock().get_mut(&key) {
@@ -40,7 +43,7 @@ impl CertCache {
             return entry.outcome.clone();
         }
         // Validate outside the lock: parsing and verifying take a while and rebuilds may run concurrently.
-        let outcome = route_certificate(tls);
+        let outcome = route_certificate_sharing(tls, &self.keys);
         self.lock().insert(key, Entry { outcome: outcome.clone(), used: true });
         outcome
     }
@@ -53,6 +56,8 @@ impl CertCache {
         for entry in entries.values_mut() {
             entry.used = false;
         }
+        drop(entries);
+        self.keys.sweep();
     }
 
     pub fn len(&self) -> usize {
@@ -114,6 +119,25 @@ mod tests {
         let err = cache.route_certificate(&bad).unwrap_err();
         assert_eq!(cache.route_certificate(&bad).unwrap_err(), err);
         assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn certificates_with_the_same_key_share_its_parsed_form_while_one_is_held() {
+        let pki = test_pki::Pki::new();
+        let first = pki.leaf("a.example.com");
+        let key = first.key_pem();
+        let second = pki.leaf_cert_for_key("b.example.com", &first.key);
+        let cache = CertCache::new();
+        let a = cache.route_certificate(&tls(&first.cert_pem(), &key)).unwrap().unwrap();
+        let b = cache.route_certificate(&tls(&second.pem(), &key)).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&a.key, &b.key), "one parsed key behind both certificates");
+        let other = test_pki::self_signed("c.example.com");
+        let c = cache.route_certificate(&tls(&other.cert_pem(), &other.key_pem())).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&a.key, &c.key));
+        drop((a, b, c));
+        cache.sweep();
+        cache.sweep();
+        assert!(cache.keys.is_empty(), "keys no certificate holds are forgotten");
     }
 
     #[test]

@@ -8,19 +8,28 @@ use std::sync::Arc;
 
 use rustls::client::verify_server_cert_signed_by_trust_anchor;
 use rustls::server::ParsedCertificate;
-use rustls::sign::CertifiedKey;
+use rustls::sign::{CertifiedKey, SigningKey};
 use rustls::{CertificateError, RootCertStore};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
 use super::cert_error::{CertError, TlsField};
 use super::pem;
 use super::provider;
+use super::signing_keys::SigningKeys;
 use super::weak_signature::weak_signature;
 use crate::model::TlsConfig;
 
 /// The route's own certificate, ready to serve; `None` when the route gives neither a certificate nor a key
 /// (the default certificate is served then). A `caCertificate` is checked even without a certificate.
 pub fn route_certificate(tls: &TlsConfig) -> Result<Option<Arc<CertifiedKey>>, CertError> {
+    route_certificate_sharing(tls, &SigningKeys::default())
+}
+
+/// [`route_certificate`] with the private key taken from `signing_keys` when another certificate already holds it.
+pub(crate) fn route_certificate_sharing(
+    tls: &TlsConfig,
+    signing_keys: &SigningKeys,
+) -> Result<Option<Arc<CertifiedKey>>, CertError> {
     let certificate = non_empty(&tls.certificate);
     let key = non_empty(&tls.key);
     let ca_certs = match non_empty(&tls.ca_certificate) {
@@ -65,7 +74,8 @@ pub fn route_certificate(tls: &TlsConfig) -> Result<Option<Arc<CertifiedKey>>, C
             served.push(ca);
         }
     }
-    let certified = certified_key(served, &private_key).map_err(|e| CertError::route(TlsField::Key, e))?;
+    let signing_key = signing_keys.get(&private_key).map_err(|_| CertError::route(TlsField::Key, UNPARSABLE_KEY))?;
+    let certified = serving_key(served, signing_key).map_err(|e| CertError::route(TlsField::Key, e))?;
     Ok(Some(Arc::new(certified)))
 }
 
@@ -89,8 +99,14 @@ pub(crate) fn certified_key(
     chain: Vec<CertificateDer<'static>>,
     key: &PrivateKeyDer<'_>,
 ) -> Result<CertifiedKey, String> {
-    let signing_key =
-        provider::chosen().signing_key(key).map_err(|_| "tls: failed to parse private key".to_string())?;
+    let signing_key = provider::chosen().signing_key(key).map_err(|_| UNPARSABLE_KEY.to_string())?;
+    serving_key(chain, signing_key)
+}
+
+const UNPARSABLE_KEY: &str = "tls: failed to parse private key";
+
+/// `chain` served with `signing_key`, which must belong to the leaf.
+fn serving_key(chain: Vec<CertificateDer<'static>>, signing_key: Arc<dyn SigningKey>) -> Result<CertifiedKey, String> {
     let certified = CertifiedKey::new(chain, signing_key);
     match certified.keys_match() {
         Ok(()) => Ok(certified),

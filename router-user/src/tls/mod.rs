@@ -24,6 +24,7 @@ mod provider;
 mod reencrypt_pool;
 mod route_client_auth;
 mod server_config;
+mod signing_keys;
 mod store;
 mod strict_sni;
 #[cfg(test)]

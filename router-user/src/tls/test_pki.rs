@@ -45,6 +45,13 @@ impl Pki {
         self.leaf_with(CertificateParams::new(vec![host.to_string()]).unwrap())
     }
 
+    /// A certificate for `host` over an existing key (as a renewal that keeps the key makes).
+    pub fn leaf_cert_for_key(&self, host: &str, key: &KeyPair) -> rcgen::Certificate {
+        let mut params = CertificateParams::new(vec![host.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, host);
+        params.signed_by(key, &self.ca, &self.ca_key).unwrap()
+    }
+
     pub fn leaf_with(&self, mut params: CertificateParams) -> Leaf {
         if params.distinguished_name.get(&DnType::CommonName).is_none() {
             if let Some(rcgen::SanType::DnsName(name)) = params.subject_alt_names.first() {
