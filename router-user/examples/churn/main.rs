@@ -34,7 +34,8 @@ use router::source::manifest::{spawn_watch, ManifestSource};
 use router::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use tokio::sync::{mpsc, watch};
 
-mod own_certificates;
+#[path = "../shared/mixed_set.rs"]
+mod mixed_set;
 
 /// Time given to each change (it and what it leaves to do off the critical path), and the quiet window measured.
 const WINDOW: Duration = Duration::from_millis(500);
@@ -139,7 +140,7 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pods = loopback_pods(args.pods, 8080);
     let set = match args.mixed {
-        true => own_certificates::mixed_set(args.routes / 4, &pods),
+        true => mixed_set::mixed_set(args.routes / 4, &pods, &pods, mixed_set::LeafKeys::SharedP256),
         false => RouteSet::http(args.routes, &pods),
     };
     let routes = set.routes.len();

@@ -20,11 +20,13 @@
 //! (dh_view.html). Figures are the allocator's bytes requested, without its own overhead; the process's RSS at
 //! the same size is higher by that overhead and by freed memory the allocator keeps.
 
-mod certs;
+#[path = "../shared/mixed_set.rs"]
+mod mixed_set;
 
 use std::time::Duration;
 
-use manifest_gen::{loopback_pods, Pod, RouteSet};
+use manifest_gen::{loopback_pods, RouteSet};
+use mixed_set::{mixed_set, LeafKeys};
 use router::source::manifest::ManifestSource;
 use router::table::{build, BuildOptions, TlsBuild};
 
@@ -66,15 +68,12 @@ fn live_bytes() -> u64 {
 }
 
 /// The route set of `args` over `pods` pods (TLS pods listen on 8443).
-fn route_set(args: &Args, signer: &certs::Signer, pods: usize) -> RouteSet {
+fn route_set(args: &Args, pods: usize) -> RouteSet {
     if args.mixed == 0 {
         return RouteSet::http(args.routes, &loopback_pods(pods, 8080));
     }
-    let tls_pods: Vec<Pod> = loopback_pods(pods, 8443);
-    let (edge, reencrypt) = (signer.template(false), signer.template(true));
-    let mut set = RouteSet::mixed(args.mixed, &loopback_pods(pods, 8080), &tls_pods, &edge, &reencrypt);
-    signer.sign_each(&mut set, args.own_keys);
-    set
+    let keys = if args.own_keys { LeafKeys::OwnP256 } else { LeafKeys::SharedRsa };
+    mixed_set(args.mixed, &loopback_pods(pods, 8080), &loopback_pods(pods, 8443), keys)
 }
 
 /// Live bytes the source's objects take, then the table built from them, for `set` (`routes` routes).
@@ -105,13 +104,12 @@ fn measure(set: &RouteSet, routes: usize, keep: bool) -> (u64, u64) {
 fn main() {
     let args = args();
     let _profiler = if args.profile { dhat::Profiler::new_heap() } else { dhat::Profiler::builder().testing().build() };
-    let signer = certs::Signer::new();
-    let one = route_set(&args, &signer, 1);
+    let one = route_set(&args, 1);
     let (one_objects, one_table) = measure(&one, args.routes, false);
     drop(one);
     // Texts the first measurement interned would otherwise be counted only once.
     router::model::PemText::forget_unheld();
-    let many = route_set(&args, &signer, args.pods);
+    let many = route_set(&args, args.pods);
     let (many_objects, many_table) = measure(&many, args.routes, args.profile);
     let routes = args.routes as f64;
     let further = (args.routes * (args.pods - 1)) as f64;
