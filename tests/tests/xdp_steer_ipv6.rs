@@ -17,7 +17,7 @@ use std::{
     io::{Read, Write},
     net::Shutdown,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
     },
     thread,
@@ -75,10 +75,10 @@ fn ipv6_jumbo_frames_in_skb_mode() {
     row(PREFIX, 9, "skb", Interfaces { mtu: 9000, ..Interfaces::default() }, Path::HandedOff, Family::V6);
 }
 
-/// Bytes of the paced download, its chunk and the pause after each chunk (about 12 MiB/s: the
-/// router is killed and a new one adopts the flow while it runs).
-const PACED_BYTES: u64 = 48 << 20;
+/// The paced download's chunk and the pause after each (about 12 MiB/s): the pod sends until the new router has
+/// adopted the flow, then stops; at most `MAX_CHUNKS` (60 s at that pace) bound it should adoption never come.
 const CHUNK: usize = 256 << 10;
+const MAX_CHUNKS: u64 = 3000;
 const PAUSE: Duration = Duration::from_millis(20);
 /// Bytes received before the router is killed.
 const KILL_AFTER: u64 = 4 << 20;
@@ -94,27 +94,33 @@ fn survives_sigkill(n: u32, mode: &str) {
     life.wait_steered(1);
     life.assert_all_steered();
 
-    let chunks = PACED_BYTES / CHUNK as u64;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_sending = stop.clone();
     let writer = thread::spawn(move || {
-        for index in 0..chunks {
-            pod.write_all(&chunk(index)).expect("the pod sends");
+        let mut sent = 0;
+        while sent < MAX_CHUNKS && !stop_sending.load(Ordering::Relaxed) {
+            pod.write_all(&chunk(sent)).expect("the pod sends");
+            sent += 1;
             thread::sleep(PAUSE);
         }
         pod.shutdown(Shutdown::Write).expect("the pod's FIN");
-        pod
+        (pod, sent)
     });
     let received = Arc::new(AtomicU64::new(0));
     let counter = received.clone();
     let reader = thread::spawn(move || {
         let mut got = vec![0u8; CHUNK];
-        for index in 0..chunks {
-            client.read_exact(&mut got).unwrap_or_else(|err| panic!("chunk {index} at the client: {err}"));
+        let mut index = 0;
+        loop {
+            let filled = read_up_to(&mut client, &mut got).unwrap_or_else(|err| panic!("chunk {index}: {err}"));
+            if filled == 0 {
+                return index;
+            }
+            assert_eq!(filled, CHUNK, "chunk {index} arrived whole before the pod's FIN");
             assert!(got == chunk(index), "chunk {index} arrived intact");
             counter.fetch_add(CHUNK as u64, Ordering::Relaxed);
+            index += 1;
         }
-        let mut rest = Vec::new();
-        client.read_to_end(&mut rest).expect("the pod's FIN at the client");
-        assert!(rest.is_empty(), "{} bytes after the stream", rest.len());
     });
 
     let at = |n: u64| {
@@ -133,11 +139,16 @@ fn survives_sigkill(n: u32, mode: &str) {
     assert!(log.contains("adopted the steered flows"), "the new router took the IPv6 flow over:\n{log}");
     life.router = second;
     assert_eq!(metric(&life.metrics(), "router_xdp_steered_flows"), 1, "the adopted flow is watched");
-    assert!(!writer.is_finished(), "the download was meant to outlast the restart; send more or slower");
+    let adopted = received.load(Ordering::Relaxed);
+    eventually("the download moving after the adoption", Duration::from_secs(10), at(adopted + (2 << 20)));
+    stop.store(true, Ordering::Relaxed);
 
-    reader.join().expect("the whole stream arrived at the client");
-    drop(writer.join().expect("the pod sent everything"));
-    eprintln!("{mode} mode: {PACED_BYTES} B over IPv6 across a SIGKILL and an adoption");
+    let (pod, sent) = writer.join().expect("the pod sent its chunks");
+    assert!(sent < MAX_CHUNKS, "the pod was still sending when the new router adopted the flow");
+    let arrived = reader.join().expect("the whole stream arrived at the client");
+    assert_eq!(arrived, sent, "every chunk the pod sent arrived, in order, then its FIN");
+    drop(pod);
+    eprintln!("{mode} mode: {} B over IPv6 across a SIGKILL and an adoption", sent * CHUNK as u64);
     life.stop();
 }
 
@@ -149,4 +160,16 @@ fn a_steered_ipv6_download_survives_sigkill_in_skb_mode() {
 #[test]
 fn a_steered_ipv6_download_survives_sigkill_in_driver_mode() {
     survives_sigkill(8, "driver");
+}
+
+/// Reads until `buffer` is full or the stream ends; the bytes read.
+fn read_up_to(stream: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match stream.read(&mut buffer[filled..])? {
+            0 => break,
+            read => filled += read,
+        }
+    }
+    Ok(filled)
 }

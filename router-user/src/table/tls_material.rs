@@ -182,6 +182,50 @@ impl TlsBuild {
         let mut cache = self.reencrypt.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.entries.retain(|_, (used, upstream)| std::mem::take(used) || Arc::strong_count(upstream) > 1);
         // A configuration is shared by the upstreams built from it, wherever they are still held.
-        cache.clients.retain(|_, (used, client)| std::mem::take(used) || client.is_shared());
+        cache.clients.retain(|_, (used, client)| std::mem::take(used) || client.holders() > 1);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests panic where they fail
+mod tests {
+    use super::*;
+    use crate::model::Route;
+    use crate::table::{build, BuildOptions};
+    use crate::tls::default_certificate;
+    use crate::tls::test_pki::Pki;
+
+    fn reencrypt_route(name: &str, destination_ca: &str) -> Route {
+        let indented: String = destination_ca.lines().map(|line| format!("      {line}\n")).collect();
+        let yaml = format!(
+            "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {{name: {name}, namespace: ns}}\nspec:\n  host: {name}.example.com\n  to: {{kind: Service, name: {name}}}\n  tls:\n    termination: reencrypt\n    destinationCACertificate: |\n{indented}"
+        );
+        serde_saphyr::from_str(&yaml).unwrap()
+    }
+
+    #[test]
+    fn reencrypt_routes_with_one_destination_ca_share_a_client_configuration() {
+        let (first, second) = (Pki::new(), Pki::named("Other CA"));
+        let mut snapshot = Snapshot::default();
+        for (name, pki) in [("one", &first), ("two", &first), ("three", &second)] {
+            snapshot.routes.insert(ObjectKey::new("ns", name), Arc::new(reencrypt_route(name, &pki.ca.pem())));
+        }
+        let default = default_certificate(None, None).unwrap();
+        let tls = TlsBuild::new(Some(default), None, Duration::from_secs(1));
+        let options = BuildOptions { allow_loopback_endpoints: true, tls, ..Default::default() };
+        let table = build(&snapshot, &options, 1);
+        assert_eq!(table.routes_admitted(), 3);
+        let counts = || {
+            let cache = options.tls.reencrypt.lock().unwrap();
+            let mut holders: Vec<usize> = cache.clients.values().map(|(_, client)| client.holders()).collect();
+            holders.sort_unstable();
+            (cache.entries.len(), holders)
+        };
+        // The cache's own handle and one per upstream: the first CA's configuration serves two routes.
+        assert_eq!(counts(), (3, vec![2, 3]), "an upstream per route, a configuration per destination CA");
+        drop(table);
+        options.tls.sweep();
+        options.tls.sweep();
+        assert_eq!(counts(), (0, vec![]), "neither is kept once no table holds it");
     }
 }

@@ -66,9 +66,9 @@ pub struct ReencryptClient {
 }
 
 impl ReencryptClient {
-    /// Held by an upstream built from it.
-    pub fn is_shared(&self) -> bool {
-        Arc::strong_count(&self.config) > 1
+    /// How many hold this configuration: each copy of this handle and each upstream built from it.
+    pub fn holders(&self) -> usize {
+        Arc::strong_count(&self.config)
     }
 }
 
