@@ -34,7 +34,7 @@ use router::source::manifest::{spawn_watch, ManifestSource};
 use router::table::{BuildOptions, RouteTable, TableHandle, TlsBuild};
 use tokio::sync::{mpsc, watch};
 
-#[path = "../shared/mixed_set.rs"]
+#[path = "../common/mixed_set.rs"]
 mod mixed_set;
 
 /// Time given to each change (it and what it leaves to do off the critical path), and the quiet window measured.

@@ -20,7 +20,7 @@
 //! (dh_view.html). Figures are the allocator's bytes requested, without its own overhead; the process's RSS at
 //! the same size is higher by that overhead and by freed memory the allocator keeps.
 
-#[path = "../shared/mixed_set.rs"]
+#[path = "../common/mixed_set.rs"]
 mod mixed_set;
 
 use std::time::Duration;
