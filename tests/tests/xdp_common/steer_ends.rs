@@ -22,7 +22,9 @@ use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::tls_client::{client_config, server_name, Trust};
 
 use super::in_netns::{accept, connect, listen};
-use super::steer_topology::{eventually, metric, metric_where, sha256_file, Family, Interfaces, Topology};
+use super::steer_topology::{
+    eventually, metric, metric_where, sha256_file, Family, Interfaces, Topology, NODE4, NODE6,
+};
 use super::{dump_formatted, is_root, require_tools, PinDir, Process};
 
 pub const LIFE_HOST: &str = "life.example.com";
@@ -32,11 +34,35 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The nodePort of the router Service's https port when a test reaches the router through it.
+pub const HTTPS_NODE_PORT: u16 = 30443;
+
+/// Where the client's flows enter the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Front {
+    /// The router's own :443.
+    RouterPort,
+    /// The router Service's https nodePort ([`HTTPS_NODE_PORT`]), rewritten to the router's :443 by
+    /// `xdp_front`'s nodePort stage (the Service is LoadBalancer with `externalTrafficPolicy: Local`, its
+    /// endpoints the node's own addresses, as for the router's hostNetwork DaemonSet pod).
+    NodePort,
+}
+
+impl Front {
+    pub fn port(self) -> u16 {
+        match self {
+            Front::RouterPort => 443,
+            Front::NodePort => HTTPS_NODE_PORT,
+        }
+    }
+}
+
 /// One topology with its router and the pod-side listener of `life.example.com`.
 pub struct Life {
     pub topo: Topology,
     /// The family of the flows: the route's pod address and the address the client connects to.
     pub family: Family,
+    pub front: Front,
     pub pin_dir: PinDir,
     pub router: Process,
     pub pod: TcpListener,
@@ -81,6 +107,19 @@ impl Life {
         family: Family,
         envs: &[(&str, &str)],
     ) -> Option<Life> {
+        Life::start_through(prefix, n, mode, interfaces, family, Front::RouterPort, envs)
+    }
+
+    /// As [`Life::start_family`], with the client's flows entering through `front`.
+    pub fn start_through(
+        prefix: &str,
+        n: u32,
+        mode: &str,
+        interfaces: &Interfaces,
+        family: Family,
+        front: Front,
+        envs: &[(&str, &str)],
+    ) -> Option<Life> {
         if !is_root() {
             eprintln!("skipping xdp_steer_life: needs root (network namespaces, XDP, bpffs, raw sockets)");
             return None;
@@ -93,21 +132,32 @@ impl Life {
         let mut extra = service("demo", "life", &[pod_addr]);
         extra += &RouteSpec { tls: Some(RouteTls::passthrough()), ..RouteSpec::new("demo", "life", LIFE_HOST, "life") }
             .yaml();
+        let mut args: &[&str] = &[];
+        if front == Front::NodePort {
+            extra += &router_service();
+            args = &["--router-service", "openshift-ingress/router-default", "--node-name", "node-a"];
+        }
         topo.write_manifests(&extra, 1);
         let pin_dir = PinDir::new(prefix, n);
         let mut all_envs = envs.to_vec();
         if family == Family::V6 {
             all_envs.push(("ROUTER_IP_V4_V6_MODE", "v4v6"));
         }
-        let router = topo.start_router(mode, &pin_dir.0, &all_envs);
-        Some(Life { topo, family, pin_dir, router, pod, _serial: serial })
+        let router = topo.start_router_with(mode, &pin_dir.0, mode, args, &all_envs);
+        if front == Front::NodePort {
+            let ports = pin_dir.0.join("NODE_PORTS");
+            eventually("the nodePort map filled from the router Service", Duration::from_secs(10), || {
+                ports.exists() && dump_formatted(&ports).len() == 4
+            });
+        }
+        Some(Life { topo, family, front, pin_dir, router, pod, _serial: serial })
     }
 
     /// Connects from the client namespace, sends `hello` in `pieces` writes (TCP_NODELAY, a pause
     /// after each, so each leaves as its own segment), and takes the pod's end once the hello
     /// arrived there whole.
     pub fn open(&self, hello: &[u8], pieces: usize) -> Opened {
-        let node = self.family.socket(self.family.node(), 443);
+        let node = self.family.socket(self.family.node(), self.front.port());
         let mut client = connect(&self.topo.client, node, IO_TIMEOUT);
         for piece in hello.chunks(hello.len().div_ceil(pieces.max(1))) {
             client.write_all(piece).expect("write a piece of the ClientHello");
@@ -220,6 +270,45 @@ impl Life {
         let exit = self.router.terminate();
         assert!(exit.success(), "router exited with {exit}:\n{}", self.router.log());
     }
+}
+
+/// The router's own Service (`openshift-ingress/router-default`, LoadBalancer, `externalTrafficPolicy:
+/// Local`, both families) whose endpoints are the node's addresses on `node-a`, the router's `--node-name`:
+/// its nodePorts lead to the router on this node.
+fn router_service() -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Service
+metadata: {{name: router-default, namespace: openshift-ingress}}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  ipFamilies: [IPv4, IPv6]
+  ports:
+  - {{name: http, port: 80, targetPort: http, nodePort: 30080, protocol: TCP}}
+  - {{name: https, port: 443, targetPort: https, nodePort: {HTTPS_NODE_PORT}, protocol: TCP}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: router-default-v4
+  namespace: openshift-ingress
+  labels: {{kubernetes.io/service-name: router-default}}
+addressType: IPv4
+ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
+endpoints: [{{addresses: ["{NODE4}"], nodeName: node-a, conditions: {{ready: true}}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: router-default-v6
+  namespace: openshift-ingress
+  labels: {{kubernetes.io/service-name: router-default}}
+addressType: IPv6
+ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
+endpoints: [{{addresses: ["{NODE6}"], nodeName: node-a, conditions: {{ready: true}}}}]
+"#
+    )
 }
 
 /// A ClientHello over two segments' worth (24 protocol names of 120 bytes; MSS 1460 less the

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use super::steer_ends::{client_hello, exchange, random_file, three_segment_client_hello, Life, Opened, Sender};
+use super::steer_ends::{client_hello, exchange, random_file, three_segment_client_hello, Front, Life, Opened, Sender};
 use super::steer_topology::{metric_where, Family, Interfaces};
 
 const DOWN: u64 = 32 << 20;
@@ -27,10 +27,16 @@ fn packets(text: &str, counter: &str) -> u64 {
     metric_where(text, "router_xdp_packets_total", &format!("counter=\"{counter}\""))
 }
 
-/// Runs the row in namespaces under `prefix` (test number `n`), XDP in `mode`.
+/// Runs the row in namespaces under `prefix` (test number `n`), XDP in `mode`, the client connecting to
+/// the router's :443.
 pub fn row(prefix: &str, n: u32, mode: &str, interfaces: Interfaces, path: Path, family: Family) {
-    let label = format!("{family:?}, {mode} mode, {}", interfaces.label());
-    let Some(life) = Life::start_family(prefix, n, mode, &interfaces, family, &[]) else { return };
+    row_through(prefix, n, mode, interfaces, path, family, Front::RouterPort);
+}
+
+/// [`row`] with the client's flows entering through `front`.
+pub fn row_through(prefix: &str, n: u32, mode: &str, interfaces: Interfaces, path: Path, family: Family, front: Front) {
+    let label = format!("{family:?} through {front:?}, {mode} mode, {}", interfaces.label());
+    let Some(life) = Life::start_through(prefix, n, mode, &interfaces, family, front, &[]) else { return };
     let work = life.topo.work.path();
     let down_sha = random_file(&work.join("down.bin"), DOWN);
     let up_sha = random_file(&work.join("up.bin"), UP);
@@ -66,6 +72,7 @@ pub fn row(prefix: &str, n: u32, mode: &str, interfaces: Interfaces, path: Path,
         "tc_steered",
         "tc_steer_drop",
         "steer_answer",
+        "nat",
     ]
     .into_iter()
     .map(|name| (name, packets(&text, name)))
@@ -79,6 +86,12 @@ pub fn row(prefix: &str, n: u32, mode: &str, interfaces: Interfaces, path: Path,
     assert_eq!(count("tc_steer_drop"), count("steer_answer"), "{label}: only answers dropped: {counters:?}");
     assert_eq!(count("steer_to_client"), 0, "{label}: no XDP program on the pod-facing side: {counters:?}");
     assert!(count("tc_steered") > 0, "{label}: the pods' packets went through steer_ingress: {counters:?}");
+    if front == Front::NodePort {
+        // Each flow's packets before its steering went through the nodePort stage (DNAT to the router's
+        // :443); from then on the steering stage, which runs first, took them.
+        let nat = count("nat");
+        assert!((3..100).contains(&nat), "{label}: each flow's first packets NATed, its bulk steered: nat {nat}");
+    }
     match path {
         Path::HandedOff => assert!(handed_off > 0, "{label}: client packets handed to steer_ingress: {counters:?}"),
         Path::Xdp => {
