@@ -28,6 +28,7 @@ use std::{
 };
 
 use router_tests::netns::{veth_pair, NetNs, VethEnd};
+use xdp_common::router_service::{router_service, HEALTH_CHECK_NODE_PORT, HTTP_NODE_PORT};
 use xdp_common::{
     dump_counters, dump_formatted, is_root, remove_stale_pin_dirs, require_tools, router_binary, test_backend_binary,
     xdp_status, Counters, PinDir, Process,
@@ -40,8 +41,8 @@ const NODE4: &str = "10.210.0.2";
 const NODE6: &str = "fd10:210::2";
 const POD4: &str = "10.210.1.2";
 const NODE_IF: &str = "veth-n";
-const NODE_PORT: u16 = 30080;
-const HEALTH_PORT: u16 = 32000;
+const NODE_PORT: u16 = HTTP_NODE_PORT;
+const HEALTH_PORT: u16 = HEALTH_CHECK_NODE_PORT;
 const APP_HOST: &str = "app.example.com";
 
 /// The namespaces, the backend pod and the manifests dir of one test.
@@ -162,40 +163,11 @@ fn backend_log_says_listening(log: &Path) -> bool {
     fs::read_to_string(log).is_ok_and(|text| text.contains("listening"))
 }
 
+/// The router Service on `router_node`, and the app's endpoints and route.
 fn manifests(router_node: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Service
-metadata: {{name: router-default, namespace: openshift-ingress}}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  ipFamilies: [IPv4, IPv6]
-  healthCheckNodePort: {HEALTH_PORT}
-  ports:
-  - {{name: http, port: 80, targetPort: http, nodePort: {NODE_PORT}, protocol: TCP}}
-  - {{name: https, port: 443, targetPort: https, nodePort: 30443, protocol: TCP}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: router-default-v4
-  namespace: openshift-ingress
-  labels: {{kubernetes.io/service-name: router-default}}
-addressType: IPv4
-ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
-endpoints: [{{addresses: ["{NODE4}"], nodeName: {router_node}, conditions: {{ready: true}}}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: router-default-v6
-  namespace: openshift-ingress
-  labels: {{kubernetes.io/service-name: router-default}}
-addressType: IPv6
-ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
-endpoints: [{{addresses: ["{NODE6}"], nodeName: {router_node}}}]
----
+    router_service(NODE4, NODE6, router_node)
+        + &format!(
+            r#"---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
@@ -211,7 +183,7 @@ kind: Route
 metadata: {{name: app, namespace: demo}}
 spec: {{host: {APP_HOST}, to: {{kind: Service, name: app}}}}
 "#
-    )
+        )
 }
 
 /// Polls `check` every 100 ms for up to `limit`.

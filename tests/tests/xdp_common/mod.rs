@@ -5,6 +5,7 @@
 
 pub mod flow_map_fill;
 pub mod in_netns;
+pub mod router_service;
 pub mod steer_ends;
 pub mod steer_rows;
 pub mod steer_topology;

@@ -22,6 +22,7 @@ use router_tests::manifests::{service, RouteSpec, RouteTls};
 use router_tests::tls_client::{client_config, server_name, Trust};
 
 use super::in_netns::{accept, connect, listen};
+use super::router_service::{router_service, HTTPS_NODE_PORT};
 use super::steer_topology::{
     eventually, metric, metric_where, sha256_file, Family, Interfaces, Topology, NODE4, NODE6,
 };
@@ -34,17 +35,13 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The nodePort of the router Service's https port when a test reaches the router through it.
-pub const HTTPS_NODE_PORT: u16 = 30443;
-
 /// Where the client's flows enter the node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Front {
     /// The router's own :443.
     RouterPort,
-    /// The router Service's https nodePort ([`HTTPS_NODE_PORT`]), rewritten to the router's :443 by
-    /// `xdp_front`'s nodePort stage (the Service is LoadBalancer with `externalTrafficPolicy: Local`, its
-    /// endpoints the node's own addresses, as for the router's hostNetwork DaemonSet pod).
+    /// The router Service's https nodePort ([`HTTPS_NODE_PORT`], see `router_service`), rewritten to the
+    /// router's :443 by `xdp_front`'s nodePort stage.
     NodePort,
 }
 
@@ -134,7 +131,7 @@ impl Life {
             .yaml();
         let mut args: &[&str] = &[];
         if front == Front::NodePort {
-            extra += &router_service();
+            extra += &router_service(NODE4, NODE6, "node-a");
             args = &["--router-service", "openshift-ingress/router-default", "--node-name", "node-a"];
         }
         topo.write_manifests(&extra, 1);
@@ -270,45 +267,6 @@ impl Life {
         let exit = self.router.terminate();
         assert!(exit.success(), "router exited with {exit}:\n{}", self.router.log());
     }
-}
-
-/// The router's own Service (`openshift-ingress/router-default`, LoadBalancer, `externalTrafficPolicy:
-/// Local`, both families) whose endpoints are the node's addresses on `node-a`, the router's `--node-name`:
-/// its nodePorts lead to the router on this node.
-fn router_service() -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Service
-metadata: {{name: router-default, namespace: openshift-ingress}}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  ipFamilies: [IPv4, IPv6]
-  ports:
-  - {{name: http, port: 80, targetPort: http, nodePort: 30080, protocol: TCP}}
-  - {{name: https, port: 443, targetPort: https, nodePort: {HTTPS_NODE_PORT}, protocol: TCP}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: router-default-v4
-  namespace: openshift-ingress
-  labels: {{kubernetes.io/service-name: router-default}}
-addressType: IPv4
-ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
-endpoints: [{{addresses: ["{NODE4}"], nodeName: node-a, conditions: {{ready: true}}}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: router-default-v6
-  namespace: openshift-ingress
-  labels: {{kubernetes.io/service-name: router-default}}
-addressType: IPv6
-ports: [{{name: http, port: 80, protocol: TCP}}, {{name: https, port: 443, protocol: TCP}}]
-endpoints: [{{addresses: ["{NODE6}"], nodeName: node-a, conditions: {{ready: true}}}}]
-"#
-    )
 }
 
 /// A ClientHello over two segments' worth (24 protocol names of 120 bytes; MSS 1460 less the
