@@ -1,8 +1,9 @@
 //! Both ends of a steered passthrough flow as sockets of the test process (root only): [`Life`] starts
 //! the steering topology with the route `life.example.com`, passthrough to a plain TCP listener inside
-//! pod-a's namespace (:9000), and the router; [`Life::open`] connects from the client namespace with a
-//! real ClientHello (rustls' first flight) and takes the pod's end. Used by `xdp_steer_life.rs` and
-//! `xdp_steer_offloads.rs`.
+//! pod-a's namespace (:9000), and the router; [`Life::open`] connects from the client namespace to the
+//! router's :443 or the router Service's nodePort ([`Front`]) with a real ClientHello (rustls' first
+//! flight) and takes the pod's end. Used by `xdp_steer_life.rs`, `xdp_steer_offloads.rs` and the rows of
+//! `steer_rows`.
 
 use std::{
     fs,
