@@ -88,11 +88,17 @@ impl Tally {
 
     /// Waits until the load has answered `n` more requests than now (it runs, it is not stuck).
     pub async fn moves(&self, n: u64) {
+        self.moves_within(n, Duration::from_secs(10)).await;
+    }
+
+    /// [`Tally::moves`] with `limit` for the wait: for a phase where the test itself loads the machine (thousands
+    /// of hostile connections opened by the test process, beside other tests on the same two cores).
+    pub async fn moves_within(&self, n: u64, limit: Duration) {
         let seen = || self.ok.load(Ordering::Relaxed) + self.failed();
         let from = seen();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + limit;
         while seen() < from + n {
-            assert!(Instant::now() < deadline, "the load did not move by {n} in 10 s: {}", self.summary());
+            assert!(Instant::now() < deadline, "the load did not move by {n} in {limit:?}: {}", self.summary());
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
