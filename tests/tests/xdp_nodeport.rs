@@ -41,8 +41,6 @@ const NODE4: &str = "10.210.0.2";
 const NODE6: &str = "fd10:210::2";
 const POD4: &str = "10.210.1.2";
 const NODE_IF: &str = "veth-n";
-const NODE_PORT: u16 = HTTP_NODE_PORT;
-const HEALTH_PORT: u16 = HEALTH_CHECK_NODE_PORT;
 const APP_HOST: &str = "app.example.com";
 
 /// The namespaces, the backend pod and the manifests dir of one test.
@@ -230,8 +228,8 @@ fn nodeport_case(mode: &str, n: u32) {
     // IPv4 and IPv6 nodePort requests reach the router, which routes them to the pod with the
     // client's own address in X-Forwarded-For.
     for (url, client) in [
-        (format!("http://{NODE4}:{NODE_PORT}/hello"), CLIENT4),
-        (format!("http://[{NODE6}]:{NODE_PORT}/hello"), CLIENT6),
+        (format!("http://{NODE4}:{HTTP_NODE_PORT}/hello"), CLIENT4),
+        (format!("http://[{NODE6}]:{HTTP_NODE_PORT}/hello"), CLIENT6),
     ] {
         let (code, status, body) = topo.curl(&url, APP_HOST, "5");
         assert_eq!((code, status), (0, 200), "{url}: curl exit {code}, status {status}: {body}\n{}", router.log());
@@ -242,7 +240,7 @@ fn nodeport_case(mode: &str, n: u32) {
     }
     // The router's log names the client's real address (the connection span of a request it
     // answered itself).
-    let (_, status, _) = topo.curl(&format!("http://{NODE4}:{NODE_PORT}/"), "nothing.example.com", "5");
+    let (_, status, _) = topo.curl(&format!("http://{NODE4}:{HTTP_NODE_PORT}/"), "nothing.example.com", "5");
     assert_eq!(status, 503);
     eventually("the router logging the client address", Duration::from_secs(5), || {
         router.log().lines().any(|line| line.contains("no route") && line.contains(CLIENT4))
@@ -250,7 +248,7 @@ fn nodeport_case(mode: &str, n: u32) {
 
     // Conntrack entries appear while a flow is open (a slow request), then expire after it ends.
     let conntrack = pin_dir.0.join("CONNTRACK");
-    let slow_url = format!("http://{NODE4}:{NODE_PORT}/slow/2500");
+    let slow_url = format!("http://{NODE4}:{HTTP_NODE_PORT}/slow/2500");
     let client_ns = topo.client.path();
     let slow = thread::spawn(move || {
         let out = Command::new("nsenter")
@@ -263,7 +261,7 @@ fn nodeport_case(mode: &str, n: u32) {
         String::from_utf8_lossy(&out.stdout).into_owned()
     });
     eventually("a conntrack entry for the open flow", Duration::from_secs(5), || {
-        dump_formatted(&conntrack).iter().any(|e| e["key"]["dst_port"] == NODE_PORT && e["value"]["port"] == 80)
+        dump_formatted(&conntrack).iter().any(|e| e["key"]["dst_port"] == HTTP_NODE_PORT && e["value"]["port"] == 80)
     });
     let entries = dump_formatted(&conntrack);
     eprintln!(
@@ -297,7 +295,7 @@ fn nodeport_case(mode: &str, n: u32) {
 
     // The health check port answers like kube-proxy, then flips to 503 as soon as SIGTERM starts
     // the drain (the graceful delay keeps the router serving meanwhile).
-    let health_url = format!("http://{NODE4}:{HEALTH_PORT}/");
+    let health_url = format!("http://{NODE4}:{HEALTH_CHECK_NODE_PORT}/");
     let (code, status, body) = topo.curl(&health_url, "lb", "3");
     assert_eq!((code, status), (0, 200), "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).expect("health JSON");
@@ -309,7 +307,7 @@ fn nodeport_case(mode: &str, n: u32) {
         topo.curl(&health_url, "lb", "1").1 == 503
     });
     eprintln!("xdp_nodeport ({mode}): health check 503 {:?} after SIGTERM", started.elapsed());
-    let (_, served, _) = topo.curl(&format!("http://{NODE4}:{NODE_PORT}/"), APP_HOST, "2");
+    let (_, served, _) = topo.curl(&format!("http://{NODE4}:{HTTP_NODE_PORT}/"), APP_HOST, "2");
     assert_eq!(served, 200, "still serving nodePort traffic during the graceful delay");
     let exit = router.wait_exit();
     assert!(exit.success(), "router exited with {exit}:\n{}", router.log());
@@ -344,14 +342,14 @@ fn nodeport_without_a_local_endpoint_is_dropped_until_one_appears() {
     topo.write_manifests("node-b");
     let pin_dir = PinDir::new(PREFIX, 2);
     let mut router = topo.start_router("skb", &pin_dir.0);
-    let health_url = format!("http://{NODE4}:{HEALTH_PORT}/healthz");
+    let health_url = format!("http://{NODE4}:{HEALTH_CHECK_NODE_PORT}/healthz");
     let (_, status, body) = topo.curl(&health_url, "lb", "3");
     assert_eq!(status, 503, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).expect("health JSON");
     assert_eq!(body["localEndpoints"], 0);
 
     let started = Instant::now();
-    let (code, status, body) = topo.curl(&format!("http://{NODE4}:{NODE_PORT}/"), APP_HOST, "2");
+    let (code, status, body) = topo.curl(&format!("http://{NODE4}:{HTTP_NODE_PORT}/"), APP_HOST, "2");
     assert_eq!((code, status), (28, 0), "expected a timeout (no SYN-ACK), got exit {code}, status {status}: {body}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let counters = dump_counters(&pin_dir.0.join("XDP_STATS"));
@@ -369,7 +367,7 @@ fn nodeport_without_a_local_endpoint_is_dropped_until_one_appears() {
         topo.curl(&health_url, "lb", "1").1 == 200
     });
     eventually("the nodePort to answer", Duration::from_secs(10), || {
-        topo.curl(&format!("http://{NODE4}:{NODE_PORT}/"), APP_HOST, "2").1 == 200
+        topo.curl(&format!("http://{NODE4}:{HTTP_NODE_PORT}/"), APP_HOST, "2").1 == 200
     });
     let exit = router.terminate();
     assert!(exit.success(), "router exited with {exit}:\n{}", router.log());

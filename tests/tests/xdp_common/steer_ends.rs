@@ -36,6 +36,9 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The node name the router runs as when it reads its own Service ([`Front::NodePort`]).
+const ROUTER_NODE: &str = "node-a";
+
 /// Where the client's flows enter the node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Front {
@@ -132,8 +135,8 @@ impl Life {
             .yaml();
         let mut args: &[&str] = &[];
         if front == Front::NodePort {
-            extra += &router_service(NODE4, NODE6, "node-a");
-            args = &["--router-service", "openshift-ingress/router-default", "--node-name", "node-a"];
+            extra += &router_service(NODE4, NODE6, ROUTER_NODE);
+            args = &["--router-service", "openshift-ingress/router-default", "--node-name", ROUTER_NODE];
         }
         topo.write_manifests(&extra, 1);
         let pin_dir = PinDir::new(prefix, n);
