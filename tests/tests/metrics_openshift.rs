@@ -490,8 +490,10 @@ async fn every_family_of_openshifts_default_selection_is_published_and_moves_wit
     let text = scrape(stats).await;
     assert!(of(&text, "backend_connections_reused_total", backend) >= 1.0, "{text}");
     assert!(of(&text, "server_connections_reused_total", &server) >= 1.0, "{text}");
-    // Connect latency: a loopback connect takes well under a millisecond, so it stays 0 here; it is there.
-    assert_eq!(of(&text, "backend_http_average_connect_latency_milliseconds", backend), 0.0);
+    // Connect latency: there, and small (a loopback connect takes well under a millisecond on an idle machine, so
+    // it is mostly 0 here; a whole-suite run beside it once made one take a millisecond).
+    let connect = of(&text, "backend_http_average_connect_latency_milliseconds", backend);
+    assert!((0.0..1000.0).contains(&connect), "{connect}\n{text}");
 
     // The queue: the pod's one slot busy for 1.5 s, a second request waits in the backend's queue.
     let slow = tokio::spawn(async move { get(http, "capped.test", "/slow/1500").await.status });
