@@ -81,10 +81,11 @@ fn write_variable(
             None => text(None, options, out),
         },
         FrontendName => text(Some(record.frontend), options, out),
-        FrontendNameTransport => {
-            let name = if record.tls { format!("{}~", record.frontend) } else { record.frontend.to_string() };
-            text(Some(&name), options, out)
-        }
+        FrontendNameTransport if record.tls => quoted(options, out, |out| {
+            out.push_str(record.frontend);
+            out.push('~');
+        }),
+        FrontendNameTransport => text(Some(record.frontend), options, out),
         BackendName => text(Some(&record.backend), options, out),
         ServerName => text(Some(record.server.as_ref().map_or("<NOSRV>", |(name, _)| name)), options, out),
         Hostname => text(Some(&context.hostname), options, out),
@@ -305,13 +306,23 @@ fn encode_header(value: &str, out: &mut String) {
 }
 
 fn encode_with(value: &str, out: &mut String, also: impl Fn(u8) -> bool) {
-    for &byte in value.as_bytes() {
-        if !(0x20..0x7f).contains(&byte) || byte == b'"' || byte == b'#' || also(byte) {
-            let _ = write!(out, "#{byte:02X}");
-        } else {
-            out.push(byte as char);
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let bytes = value.as_bytes();
+    // The bytes kept as they are go in by runs; each run is printable ASCII (every byte from 0x80 is escaped),
+    // so it is text on its own.
+    let run = |from: usize, to: usize| std::str::from_utf8(&bytes[from..to]).unwrap_or_default();
+    let mut start = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        if (0x20..0x7f).contains(&byte) && byte != b'"' && byte != b'#' && !also(byte) {
+            continue;
         }
+        out.push_str(run(start, at));
+        out.push('#');
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        start = at + 1;
     }
+    out.push_str(run(start, bytes.len()));
 }
 
 #[cfg(test)]

@@ -91,10 +91,15 @@ fn options_quote_hex_escape_and_encode() {
     record.tls = true;
     record.unique_id = Some("7F000001:C8F4".into());
     assert_eq!(line("%ft %{+Q}b %{+Q}CC %CS", &record), "public~ \"be\" \"\" -");
+    assert_eq!(line("%{+Q}ft", &record), "\"public~\"");
     assert_eq!(line("%{+X}o %ci:%cp_%fi:%fp", &record), "7F000001:C934_7F000001:6DB0");
     assert_eq!(line("%ID %HM %HP %HQ %HV", &record), "7F000001:C8F4 GET /x ?a=b HTTP/1.1");
     record.request = Some(RequestLine { method: "GET".into(), uri: "/a\"b#c".into(), version: "HTTP/1.1" });
     assert_eq!(line("%r|%{+E}HU", &record), "GET /a#22b#23c HTTP/1.1|/a\\\"b#c");
+    // Bytes from 0x80 (each byte of a multi-byte character), control characters and DEL, at either end too.
+    record.request =
+        Some(RequestLine { method: "GET".into(), uri: "\u{e9}/\tx\u{7f}y\u{2013}".into(), version: "HTTP/1.1" });
+    assert_eq!(line("%HU", &record), "#C3#A9/#09x#7Fy#E2#80#93");
     record.request_headers = vec![None, Some("a|b".into())];
     assert_eq!(line("%hr %hrl", &record), "{|a#7Cb} - a#7Cb");
     record.request_headers.clear();

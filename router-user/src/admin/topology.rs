@@ -25,7 +25,7 @@ fn view(backend: &Backend) -> BackendView {
         .endpoints
         .iter()
         .map(|endpoint| ServerView {
-            id: endpoint.id.clone(),
+            id: endpoint.id.to_string(),
             up: endpoint.health.is_up(),
             in_flight: u64::from(endpoint.in_flight.get()),
         })

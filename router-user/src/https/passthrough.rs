@@ -128,7 +128,7 @@ impl TcpLine {
 
     fn connected(&mut self, endpoint: &Endpoint, took: Duration) {
         if let Some((_, record, _)) = &mut self.open {
-            record.server = Some((Arc::from(endpoint.id.as_str()), endpoint.addr));
+            record.server = Some((endpoint.id.clone(), endpoint.addr));
             record.counts.server = u64::from(endpoint.in_flight.get());
             record.timers.queue = 0;
             record.timers.connect = took.as_millis() as i64;

@@ -128,7 +128,7 @@ impl RequestLog {
         let waited = millis(self.head_done.elapsed());
         match served {
             Some(endpoint) => {
-                record.server = Some((Arc::from(endpoint.id.as_str()), endpoint.addr));
+                record.server = Some((endpoint.id.clone(), endpoint.addr));
                 record.counts.server = u64::from(endpoint.in_flight.get());
                 record.timers.queue = 0;
                 record.timers.connect = 0;

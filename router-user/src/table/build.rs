@@ -366,7 +366,7 @@ fn backend_for(
             endpoints.push(Endpoint {
                 addr: endpoint.addr,
                 cookie: CookieValue::of(&endpoint.id),
-                id: endpoint.id,
+                id: Arc::from(endpoint.id),
                 weight,
                 health: EndpointHealth::default(),
                 in_flight: InFlight::default(),

@@ -150,7 +150,7 @@ fn endpoints_come_from_ready_slice_addresses_of_every_weighted_service() {
     // the weight-0 service keeps its endpoint for sticky sessions but takes no new traffic.
     let want = [("10.0.0.1:8080", 128), ("10.0.0.3:8080", 128), ("10.0.1.1:8080", 256), ("10.0.2.1:8080", 0)];
     assert_eq!(addrs, want.map(|(a, w)| (a.to_string(), w)));
-    assert_eq!(backend.endpoints[0].id, "ept:main:http:10.0.0.1:8080");
+    assert_eq!(&*backend.endpoints[0].id, "ept:main:http:10.0.0.1:8080");
     let loose = table(&snapshot);
     assert_eq!(loose.lookup("e.example.com", "/").expect("route").endpoints.len(), 5, "loopback kept when allowed");
 }
@@ -165,6 +165,6 @@ fn core_endpoints_serve_a_service_without_slices() {
     snapshot.endpoints.insert(ObjectKey::new("ns", "svc"), Arc::new(endpoints.into()));
     let table = table(&snapshot);
     let backend = table.lookup("c.example.com", "/x").expect("route");
-    let ids: Vec<&str> = backend.endpoints.iter().map(|e| e.id.as_str()).collect();
+    let ids: Vec<&str> = backend.endpoints.iter().map(|e| &*e.id).collect();
     assert_eq!(ids, ["pod:web-1:svc:web:10.9.0.1:80"]);
 }

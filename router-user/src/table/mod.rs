@@ -98,7 +98,7 @@ impl Termination {
 pub struct Endpoint {
     pub addr: SocketAddr,
     /// OpenShift server id, e.g. `pod:web-1:web:http:10.1.0.5:8080`.
-    pub id: String,
+    pub id: Arc<str>,
     /// Sticky-cookie value naming this endpoint (hex MD5 of the id).
     pub cookie: CookieValue,
     /// Balancing weight; 0 takes no new clients but keeps sticky ones.
