@@ -27,8 +27,11 @@
 //!   packet in eBPF), with the checksum kept by incremental updates.
 //! - [`checksum_change`]: the checksum of a segment whose sender left it partial (TX checksum
 //!   offload): the differences the TC program hands the kernel, and XDP's test for such a field.
+//! - [`cookie`]: SYN cookies carrying the client's MSS and options, for a handshake the datapath would
+//!   answer itself (designed, not used yet).
 
 pub mod checksum_change;
+pub mod cookie;
 pub mod field_checksum;
 pub mod flow;
 pub mod options;
