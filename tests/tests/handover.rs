@@ -14,8 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use router_tests::backend::{TestBackend, TlsEcho};
 use router_tests::binaries::router_binary;
 use router_tests::load::{self, Connector, Io, Load, Shape, Tally};
@@ -151,35 +149,36 @@ fn edge_tls(addr: SocketAddr, alpn: &'static [&'static str]) -> Connector {
     })
 }
 
-type H2Sender = hyper::client::conn::http2::SendRequest<Empty<Bytes>>;
+type H2Sender = h2::client::SendRequest<Bytes>;
 
 /// An HTTP/2 connection to the edge route.
 async fn h2_connect(connect: &Connector) -> Result<H2Sender, String> {
     let io = connect().await.map_err(|e| format!("connect: {e}"))?;
-    let (sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
-        .await
-        .map_err(|e| format!("h2 handshake: {e}"))?;
+    let (sender, connection) = h2::client::handshake(io).await.map_err(|e| format!("h2 handshake: {e}"))?;
     tokio::spawn(connection);
     Ok(sender)
 }
 
 /// Why one HTTP/2 request did not give the right answer.
 enum H2Failure {
-    /// hyper never sent it: the connection had received GOAWAY (RFC 9113 8.7: safe to send again).
+    /// It never went on the wire: the connection had received GOAWAY (RFC 9113 6.8: safe to send again). The h2
+    /// crate says so at once, from `send_request` itself; any later error is of a stream the router had.
     NotSent,
     Failed(String),
 }
 
 async fn h2_request(sender: &mut H2Sender) -> Result<(), H2Failure> {
-    sender.ready().await.map_err(|_| H2Failure::NotSent)?;
-    let request = http::Request::get(format!("https://{EDGE}/h2")).body(Empty::new()).expect("request");
-    let response = sender.send_request(request).await.map_err(|e| match e.is_canceled() {
-        true => H2Failure::NotSent,
-        false => H2Failure::Failed(format!("h2 request: {e:?}")),
-    })?;
+    let mut ready = sender.clone().ready().await.map_err(|_| H2Failure::NotSent)?;
+    let request = http::Request::get(format!("https://{EDGE}/h2")).body(()).expect("request");
+    let (response, _) = ready.send_request(request, true).map_err(|_| H2Failure::NotSent)?;
+    let response = response.await.map_err(|e| H2Failure::Failed(format!("h2 request: {e:?}")))?;
     let backend = response.headers().get("x-backend").map(|v| v.to_str().unwrap_or("").to_owned());
     let status = response.status();
-    response.into_body().collect().await.map_err(|e| H2Failure::Failed(format!("h2 body: {e}")))?;
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| H2Failure::Failed(format!("h2 body: {e}")))?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
     match (status.as_u16(), backend.as_deref()) {
         (200, Some("web")) => Ok(()),
         other => Err(H2Failure::Failed(format!("h2 answer {other:?}"))),
@@ -201,10 +200,7 @@ async fn h2_load(addr: SocketAddr, tally: Arc<Tally>, stop: Arc<AtomicBool>) {
         }
         let mut outcome = Err(H2Failure::NotSent);
         for _attempt in 0..2 {
-            if sender.as_ref().is_none_or(H2Sender::is_closed) {
-                if sender.take().is_some() {
-                    tally.closed_by_server.fetch_add(1, Ordering::Relaxed);
-                }
+            if sender.is_none() {
                 match h2_connect(&connect).await {
                     Ok(opened) => sender = Some(opened),
                     Err(why) => {
@@ -216,7 +212,11 @@ async fn h2_load(addr: SocketAddr, tally: Arc<Tally>, stop: Arc<AtomicBool>) {
             let Some(open) = sender.as_mut() else { break };
             outcome = h2_request(open).await;
             match outcome {
-                Err(H2Failure::NotSent) => sender = None,
+                Err(H2Failure::NotSent) => {
+                    // The router ended this connection with GOAWAY: the request goes on a new one.
+                    tally.closed_by_server.fetch_add(1, Ordering::Relaxed);
+                    sender = None;
+                }
                 _ => break,
             }
         }
