@@ -6,6 +6,7 @@
 
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -18,8 +19,13 @@ use super::scenario::{NON_READERS, SLOWLORIS};
 
 /// How long the clients may take to open their connections before the run is given up.
 const OPEN_LIMIT: Duration = Duration::from_secs(30);
-/// The line the clients print once every connection is open.
+/// The line the clients print once every connection is open and the answers have stalled.
 const READY: &str = "hostile clients ready";
+/// The non-readers' answers count as stalled when their unread bytes have not changed for this long.
+const SETTLED: Duration = Duration::from_secs(1);
+const SETTLE_POLL: Duration = Duration::from_millis(100);
+/// The longest wait for that (on this machine a few seconds: 3,000 answers pushed until their buffers fill).
+const SETTLE_LIMIT: Duration = Duration::from_secs(20);
 
 #[derive(clap::Args, Debug)]
 pub struct HostileArgs {
@@ -68,14 +74,14 @@ impl HostileClients {
         ]
         .into();
         let mut proc = Proc::spawn("hostile-clients", CLIENT_CPU, &exe, &args, &log)?;
-        let ready = wait_until(OPEN_LIMIT, Duration::from_millis(50), || {
+        let ready = wait_until(OPEN_LIMIT + SETTLE_LIMIT, Duration::from_millis(50), || {
             std::fs::read_to_string(&log).is_ok_and(|text| text.contains(READY))
         });
         if ready.is_none() {
             let running = proc.running();
             bail!(
                 "hostile clients not ready in {} s (running: {running}); {}",
-                OPEN_LIMIT.as_secs(),
+                (OPEN_LIMIT + SETTLE_LIMIT).as_secs(),
                 log_tail(&log, 5)
             );
         }
@@ -97,7 +103,6 @@ impl Beside for HostileClients {
 /// `cargo xtask hostile-clients`: opens the connections, keeps the slowloris ones dribbling until `seconds` pass.
 pub fn run(args: &HostileArgs) -> anyhow::Result<()> {
     raise_open_files_limit();
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let request = format!("GET {} HTTP/1.1\r\nHost: {}\r\n\r\n", args.path, args.host);
     let mut non_readers = Vec::with_capacity(args.non_readers);
     for _ in 0..args.non_readers {
@@ -109,7 +114,16 @@ pub fn run(args: &HostileArgs) -> anyhow::Result<()> {
     for _ in 0..args.slowloris {
         slow.push(open_slowloris(args)?);
     }
-    println!("{READY}: {} non-readers, {} slowloris", non_readers.len(), slow.len());
+    let (unread, settling) = settle(&non_readers);
+    println!(
+        "{READY}: {} non-readers ({} MiB unread, settled in {:.1} s), {} slowloris",
+        non_readers.len(),
+        unread >> 20,
+        settling.as_secs_f64(),
+        slow.len()
+    );
+    // The measured run starts now: the clients last `seconds` from here.
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let mut reopened = 0u64;
     while Instant::now() < deadline {
         let round = Instant::now();
@@ -125,6 +139,36 @@ pub fn run(args: &HostileArgs) -> anyhow::Result<()> {
     println!("hostile clients done: {reopened} slowloris connections opened again");
     drop(non_readers);
     Ok(())
+}
+
+/// Waits until the non-readers' answers have stalled: the bytes waiting unread in their sockets unchanged for
+/// [`SETTLED`] (or [`SETTLE_LIMIT`] passed). Until then the proxy is still pushing the first part of each answer
+/// (what the sockets' buffers take, a few hundred KiB each), a burst that ends by itself: the measured run is
+/// beside clients that hold their connections, not beside their arrival. Returns the bytes and the wait.
+fn settle(non_readers: &[TcpStream]) -> (u64, Duration) {
+    let started = Instant::now();
+    let unread = || non_readers.iter().map(queued_bytes).sum::<u64>();
+    let (mut last, mut still_since) = (unread(), Instant::now());
+    while still_since.elapsed() < SETTLED && started.elapsed() < SETTLE_LIMIT {
+        std::thread::sleep(SETTLE_POLL);
+        let now = unread();
+        if now != last {
+            (last, still_since) = (now, Instant::now());
+        }
+    }
+    (last, started.elapsed())
+}
+
+/// Bytes received on `stream` and not read yet (FIONREAD).
+fn queued_bytes(stream: &TcpStream) -> u64 {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD on an open socket writes one c_int through a valid pointer.
+    let done = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut queued) };
+    if done == 0 {
+        u64::try_from(queued).unwrap_or(0)
+    } else {
+        0
+    }
 }
 
 fn connect(addr: SocketAddr) -> anyhow::Result<TcpStream> {
