@@ -123,13 +123,9 @@ pub fn options_from_tsecr(tsecr: u32) -> CookieOptions {
 #[inline(always)]
 fn words(flow: &CookieFlow, counter: u32, mss_index: u32) -> [u64; 6] {
     let half = |bytes: &[u8; 16], at: usize| {
-        let mut word = 0u64;
-        let mut i = 0;
-        while i < 8 {
-            word = (word << 8) | u64::from(bytes[at + i]);
-            i += 1;
-        }
-        word
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_be_bytes(word)
     };
     let ports = (u64::from(flow.client_port) << 48) | (u64::from(flow.node_port) << 32) | u64::from(flow.client_isn);
     [
