@@ -40,9 +40,10 @@ fn numbers(seed: u64) -> impl Iterator<Item = u64> {
 fn the_hash_is_siphash_2_4_of_the_words_little_endian_bytes() {
     use std::hash::Hasher;
     let mut random = numbers(0x5eed);
+    let mut next = || random.next().expect("an endless sequence");
     for _ in 0..1_000 {
-        let key = CookieKey { k0: random.next().unwrap(), k1: random.next().unwrap() };
-        let message: [u64; 6] = core::array::from_fn(|_| random.next().unwrap());
+        let key = CookieKey { k0: next(), k1: next() };
+        let message: [u64; 6] = core::array::from_fn(|_| next());
         let mut reference = std::hash::SipHasher::new_with_keys(key.k0, key.k1);
         for word in message {
             reference.write(&word.to_le_bytes());
