@@ -197,7 +197,7 @@ impl HttpProxy {
             timing,
             started,
         );
-        if let Some((name, value)) = log.as_mut().and_then(RequestLog::unique_id) {
+        if let Some((name, value)) = log.as_mut().and_then(|log| log.unique_id()) {
             request.headers_mut().insert(name, value);
         }
         let (backend, response) = match self.route_and_forward(connection, request).await {

@@ -115,6 +115,20 @@ impl Upstream {
                 Ok(Ok(response)) => Ok(response.map(Either::Right)),
             };
         }
+        // Boxed: hyper's request futures would otherwise size every request's future, HTTP/1.1 ones included,
+        // and each layer of the handler copies what it holds when it starts the next one.
+        Box::pin(self.send_by_hyper(addr, parts, body, via, server_timeout)).await
+    }
+
+    /// h2c and reencrypt: hyper's pooled clients.
+    async fn send_by_hyper(
+        &self,
+        addr: SocketAddr,
+        parts: &request::Parts,
+        body: Option<ClientBody>,
+        via: Via<'_>,
+        server_timeout: Duration,
+    ) -> Result<Response<PodResponseBody>, UpstreamError> {
         let body = match body {
             Some(client) => Either::Left(client.boxed_unsync()),
             None => Either::Right(Empty::new()),
