@@ -42,6 +42,8 @@ const APT_PACKAGES: &[&str] = &[
     "haproxy",
     "nginx",
     "nghttp2-client",
+    // bench/instructions.sh: the router's instructions per request, counted by callgrind.
+    "valgrind",
     // The bench's XDP group (`cargo xtask bench --only xdp`): kube-proxy-style DNAT rules and a bounded SYN flood.
     "iptables",
     "hping3",
