@@ -34,7 +34,7 @@ use super::forwarded::ConnectionInfo;
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{ends_in_chunked, is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
-use super::pod::{PodConnection, PodUpgrade};
+use super::pod::PodUpgrade;
 use super::request_body::RequestBody;
 use super::request_host::request_host;
 use super::request_log::{LoggedBody, RequestLog, ServedBy};
@@ -427,7 +427,10 @@ impl HttpProxy {
                 server_proxy.observe_concurrency(u64::from(endpoint.in_flight.get()));
                 server_proxy.count_response(response.status().as_u16());
                 let elapsed = started.elapsed();
-                let pod_connection = response.extensions().get::<PodConnection>().copied();
+                let pod_connection = match response.body() {
+                    Either::Right(pod_body) => pod_body.connection(),
+                    Either::Left(_) => None,
+                };
                 let head = response_head_size(&response);
                 for proxy in [backend_proxy, server_proxy] {
                     proxy.observe_response_time(elapsed);

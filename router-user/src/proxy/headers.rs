@@ -9,7 +9,7 @@ const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
 /// The hop-by-hop headers that never go on, whatever `Connection` names.
-const HOP_BY_HOP: [HeaderName; 6] =
+static HOP_BY_HOP: [HeaderName; 6] =
     [header::CONNECTION, KEEP_ALIVE, PROXY_CONNECTION, header::UPGRADE, header::TE, header::TRAILER];
 
 /// A `Transfer-Encoding` value whose final coding is `chunked`.

@@ -13,6 +13,7 @@ use super::chunked::{ChunkError, ChunkedDecoder, Decoded};
 use super::conn::PodConn;
 use super::head::ResponseFraming;
 use super::pool::PodPool;
+use super::PodConnection;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PodBodyError {
@@ -38,6 +39,9 @@ pub struct PodBody {
     framing: Framing,
     /// Where the connection goes when the body ends, if it may carry another request.
     pool: Option<Arc<PodPool>>,
+    /// How the exchange's connection was had (for the metrics; carried here rather than as a response
+    /// extension, which would cost two allocations per request).
+    connection: Option<PodConnection>,
 }
 
 impl PodBody {
@@ -48,7 +52,7 @@ impl PodBody {
             ResponseFraming::Chunked => Framing::Chunked(ChunkedDecoder::default()),
             ResponseFraming::Close => Framing::Close,
         };
-        let mut body = PodBody { conn: Some(conn), framing, pool };
+        let mut body = PodBody { conn: Some(conn), framing, pool, connection: None };
         if matches!(body.framing, Framing::Done) {
             body.finish();
         }
@@ -57,7 +61,16 @@ impl PodBody {
 
     /// A body with nothing to read (the connection went elsewhere, e.g. into a tunnel).
     pub fn empty() -> PodBody {
-        PodBody { conn: None, framing: Framing::Done, pool: None }
+        PodBody { conn: None, framing: Framing::Done, pool: None, connection: None }
+    }
+
+    /// How the exchange's pod connection was had (`None` for a body the router's client did not read).
+    pub fn connection(&self) -> Option<PodConnection> {
+        self.connection
+    }
+
+    pub(super) fn set_connection(&mut self, connection: PodConnection) {
+        self.connection = Some(connection);
     }
 
     /// The body is complete: the connection is pooled when allowed and nothing unread is left on it.

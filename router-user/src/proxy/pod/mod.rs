@@ -39,7 +39,7 @@ pub enum PodError {
     Unanswered(#[source] ExchangeError),
 }
 
-/// How a response's pod connection was had (a response extension), for the `haproxy_*` connect latency and
+/// How a response's pod connection was had (kept by its `PodBody`), for the `haproxy_*` connect latency and
 /// reuse columns.
 #[derive(Clone, Copy, Debug)]
 pub struct PodConnection {
@@ -98,7 +98,7 @@ impl PodClient {
                 Ok(done) => {
                     let pool = (done.head.keep_alive && done.request_complete).then(|| self.pool.clone());
                     let mut response = response(conn, done.head, pool);
-                    response.extensions_mut().insert(connected);
+                    response.body_mut().set_connection(connected);
                     return Ok(response);
                 }
                 Err(failure) if failure.retry_safe => continue,
