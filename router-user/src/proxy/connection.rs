@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hyper::body::Body as _;
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -73,8 +74,9 @@ pub async fn serve_client<I>(
     let serve_request = move |mut request: http::Request<RequestBody>| {
         let (proxy, state, clock, draining) = (proxy.clone(), state.clone(), clock.clone(), draining.clone());
         // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
-        // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out.
-        if version == HttpVersion::Http1 {
+        // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out. A
+        // request without a body has nothing to wait for (and an extension costs two allocations).
+        if version == HttpVersion::Http1 && !request.body().is_end_stream() {
             request.extensions_mut().insert(BodyWaitClock(clock.clone()));
         }
         async move {
