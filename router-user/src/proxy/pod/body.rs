@@ -64,7 +64,7 @@ impl PodBody {
         PodBody { conn: None, framing: Framing::Done, pool: None, connection: None }
     }
 
-    /// How the exchange's pod connection was had (`None` for a body the router's client did not read).
+    /// How the exchange's pod connection was had (set by `PodClient::send` on every response it returns).
     pub fn connection(&self) -> Option<PodConnection> {
         self.connection
     }
