@@ -12,12 +12,14 @@ use std::{fs, path::Path, time::Duration};
 use xdp_common::steer_topology::{
     download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, PREFIX, STEER_HOST,
 };
-use xdp_common::{dump_counters, is_root, require_tools, PinDir, Process};
+use xdp_common::{dump_counters, held_tail::HeldTail, is_root, require_tools, PinDir, Process};
 
-/// The download's pace: slow enough that the hand-over happens while it runs.
+/// The download's pace: slow enough that the hand-over usually happens while it runs.
 const RATE: &str = "2M";
 /// Bytes received before the hand-over.
 const HAND_OVER_AFTER: u64 = 4 << 20;
+/// Bytes kept for after A has left, however long the hand-over takes.
+const TAIL: u64 = 4 << 20;
 
 fn link_pins(pin_dir: &Path) -> Vec<String> {
     let mut pins: Vec<String> = fs::read_dir(pin_dir)
@@ -59,6 +61,7 @@ fn a_steered_download_survives_a_hand_over_to_a_new_router() {
     let curl_args = topo.paced_download(RATE, &body);
     let mut curl = Process::spawn(&topo.client, Path::new("curl"), &curl_args, &[], &topo.work.path().join("curl.log"));
     eventually("the download under way", Duration::from_secs(30), || file_len(&body) >= HAND_OVER_AFTER);
+    let tail = HeldTail::new(curl.child.id(), body.clone(), DOWNLOAD_BYTES as u64 - TAIL);
     let text = metrics(&topo.node).expect("metrics");
     assert_eq!(metric(&text, "router_xdp_steered_connections_total"), 1, "the download is steered: {text}");
     let pins_before = link_pins(&pin_dir.0);
@@ -75,9 +78,10 @@ fn a_steered_download_survives_a_hand_over_to_a_new_router() {
     assert!(exit.success(), "router A exited with {exit}:\n{}", a.log());
     assert!(a.log().contains("XDP front left in place"), "{}", a.log());
     assert_eq!(link_pins(&pin_dir.0), pins_before, "A's exit removed no link");
+    eprintln!("the download's tail held back: {}", tail.release());
     let received = file_len(&body);
     eventually("the download moving after A left", Duration::from_secs(10), || file_len(&body) > received);
-    assert!(curl.child.try_wait().expect("poll curl").is_none(), "the download was meant to outlast A; slow RATE");
+    assert!(curl.child.try_wait().expect("poll curl").is_none(), "curl ended before its tail: {}", curl.log());
 
     // B serves, steers new connections, and the datapath's counters went on.
     let (code, status, whoami, verbose) = topo.curl(STEER_HOST, "/whoami", &[]);

@@ -18,12 +18,14 @@ use xdp_common::steer_topology::{
     download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, NODE_IF, PREFIX,
     STEER_HOST,
 };
-use xdp_common::{dump_counters, is_root, require_tools, xdp_status, PinDir, Process};
+use xdp_common::{dump_counters, held_tail::HeldTail, is_root, require_tools, xdp_status, PinDir, Process};
 
-/// The download's pace: slow enough that the router dies and a new one starts while it runs.
+/// The download's pace: slow enough that the router dies and a new one usually starts while it runs.
 const RATE: &str = "2M";
 /// Bytes received before the router is killed.
 const KILL_AFTER: u64 = 4 << 20;
+/// Bytes kept for after the new router has adopted the flow, however long its start takes.
+const TAIL: u64 = 4 << 20;
 
 fn steered_flow_count(status: &serde_json::Value) -> u64 {
     status["steered_flows"]["count"].as_u64().expect("steered_flows.count")
@@ -93,6 +95,7 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     assert_eq!(steered_flow_count(&orphaned), 1, "status reads the flow from the pins: {orphaned}");
     let received = file_len(&body);
     eventually("the download moving with no router", Duration::from_secs(10), || file_len(&body) > received);
+    let tail = HeldTail::new(curl.child.id(), body.clone(), DOWNLOAD_BYTES as u64 - TAIL);
 
     // A new router adopts the pins.
     let second = topo.start_router_logged("skb", &pin_dir.0, "second");
@@ -105,10 +108,8 @@ fn a_steered_download_survives_sigkill_and_a_new_router_adopts_the_pins() {
     assert_eq!(metric(&text, "router_xdp_steered_flows"), 1, "the adopted flow is watched: {text}");
     let adopted = xdp_status(&topo.node, &pin_dir.0);
     assert_eq!(steered_flow_count(&adopted), 1, "{adopted}");
-    assert!(
-        curl.child.try_wait().expect("poll curl").is_none(),
-        "the download was meant to outlast the restart; make RATE slower"
-    );
+    assert!(curl.child.try_wait().expect("poll curl").is_none(), "curl ended before its tail: {}", curl.log());
+    eprintln!("the download's tail held back: {}", tail.release());
 
     // A new passthrough connection is steered by the new router; the counters went on.
     let (code, status_code, whoami, verbose) = topo.curl(STEER_HOST, "/whoami", &[]);

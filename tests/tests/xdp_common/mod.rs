@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod flow_map_fill;
+pub mod held_tail;
 pub mod in_netns;
 pub mod router_service;
 pub mod steer_ends;
