@@ -58,8 +58,10 @@
 //!   address held in `xdp_front`'s frame, which `record_syn` now reads back from `CONNTRACK_REV`,
 //!   and from address copies in `stage`, now made by `bpf_xdp_load_bytes`). About 278,000
 //!   instructions walked for `xdp_front` on 6.18 (269,000 before IPv6 steering, 111,000 before
-//!   `steer_ingress` came); 662,924 for the same source built by the toolchain a fresh machine
-//!   installed on 2026-12-07 (not traced yet); the packet tests fail above 800,000. `steer_ingress` loads with the object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
+//!   `steer_ingress` came); 662,924 for the same source on a fresh machine on 2026-12-07 (kernel
+//!   6.18.44; the same with bpf-linker's dependencies as locked, so the kernel's patch release is
+//!   the suspect, not traced); the packet tests fail above 800,000. `steer_ingress` loads with the
+//!   object. Computing `data_end - data` needs a privileged loader (CAP_BPF + CAP_PERFMON), which
 //!   the router is.
 //! - Kernel and attach modes: generic (`skb`) and native (`driver`) XDP both work. Needs BTF map
 //!   support (>= 5.2), LRU maps, ring buffers (>= 5.8), `bpf_link` XDP attach (>= 5.9; aya falls

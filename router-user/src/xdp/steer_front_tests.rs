@@ -42,9 +42,9 @@ use crate::model::{Family, LocalService, NodePortSpec, ObjectKey};
 /// Most instructions the verifier may walk through to accept `xdp_front` with its steering
 /// stages (the module docs of `router-ebpf` record the count: about 269,000 since the change that added
 /// `steer_ingress`, up from 111,000; the hand-off test alone is not the cause, and the rise is not yet
-/// traced to one line; about 278,000 with IPv6 steering). With the same source, the toolchain a fresh machine
-/// installed on 2026-12-07 (bpf-linker 0.13.0 rebuilt against the same nightly) gives 662,924: the bound
-/// follows it below the kernel's limit of 1,000,000, and the cause is not traced yet.
+/// traced to one line; about 278,000 with IPv6 steering). With the same source, a fresh machine on
+/// 2026-12-07 (kernel 6.18.44) gives 662,924, with bpf-linker's dependencies as locked too: the bound follows it
+/// below the kernel's limit of 1,000,000; the kernel's patch release is the suspect left, not traced.
 const MAX_VERIFIED_INSTRUCTIONS: u32 = 800_000;
 /// The router Service's https nodePort in these tests, and the router endpoint behind it.
 const NODE_PORT: u16 = 30_444;

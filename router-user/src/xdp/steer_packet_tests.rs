@@ -42,7 +42,7 @@ pub(super) const POD_IF_INDEX: u32 = 7;
 /// 77,000 with the answer record of the setup stage (28,000 without), about 205,000 since the change
 /// that added `steer_ingress` (not yet traced to one line: the hand-off test alone is not it), about
 /// 154,000 with IPv6 (the pseudo-header update a BPF function of its own since), 424,118 with the same source
-/// built by the toolchain a fresh machine installed on 2026-12-07 (not traced yet). This catches a change
+/// on a fresh machine on 2026-12-07 (kernel 6.18.44; not bpf-linker's dependencies). This catches a change
 /// that brings the path explosion back before it hits the limit.
 const MAX_VERIFIED_INSTRUCTIONS: u32 = 550_000;
 
