@@ -26,7 +26,7 @@ impl Framer {
     }
 
     /// Appends one framed message to `out`, as [`SyslogHeader::frame`] would.
-    pub fn frame(&mut self, now: SystemTime, message: &str, out: &mut Vec<u8>) {
+    pub fn frame(&mut self, now: SystemTime, message: &[u8], out: &mut Vec<u8>) {
         let start = out.len();
         let (second, micros) = match now.duration_since(UNIX_EPOCH) {
             Ok(since) => (since.as_secs(), since.subsec_micros()),
@@ -45,7 +45,7 @@ impl Framer {
                 out.extend_from_slice(&self.tail);
             }
         }
-        out.extend_from_slice(message.as_bytes());
+        out.extend_from_slice(message);
         out.truncate(start + (out.len() - start).min(self.header.max_length));
         out.push(b'\n');
     }
@@ -110,7 +110,7 @@ mod tests {
                     let mut expected = Vec::new();
                     header(framing, max_length).frame(ACCESS_SEVERITY, now, message, &mut expected);
                     let mut cached = b"before".to_vec();
-                    framer.frame(now, message, &mut cached);
+                    framer.frame(now, message.as_bytes(), &mut cached);
                     assert_eq!(
                         String::from_utf8_lossy(&cached[6..]),
                         String::from_utf8_lossy(&expected),

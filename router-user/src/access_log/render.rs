@@ -2,7 +2,7 @@
 //! when quoted), `-1` for a timer of a phase that did not happen, `<NOSRV>` and `<BADREQ>`, captured headers
 //! as `{a|b}`, and `#XX` for characters a log line must not carry raw.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::net::IpAddr;
 
 use super::decimal::{push_signed, push_unsigned};
@@ -18,17 +18,21 @@ pub struct RenderContext {
     pub pid: u32,
 }
 
+/// As [`render_with_dates`], appended to text (the line is UTF-8: non-ASCII bytes of values are written as
+/// `#XX`, or kept whole with `E`).
 pub fn render(format: &LogFormat, record: &LogRecord, context: &RenderContext, out: &mut String) {
-    render_with_dates(format, record, context, &mut LogDates::default(), out)
+    let mut line = Vec::new();
+    render_with_dates(format, record, context, &mut LogDates::default(), &mut line);
+    out.push_str(&String::from_utf8(line).expect("a rendered line is UTF-8"));
 }
 
-/// As [`render`], with `%t`/`%tr` dates from `dates` (a writer's, kept from line to line).
+/// Writes `record` in `format`, with `%t`/`%tr` dates from `dates` (a writer's, kept from line to line).
 pub fn render_with_dates(
     format: &LogFormat,
     record: &LogRecord,
     context: &RenderContext,
     dates: &mut LogDates,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) {
     // Leading separators are dropped, and a separator after a variable that wrote nothing too.
     let mut after_space = true;
@@ -36,12 +40,12 @@ pub fn render_with_dates(
         match node {
             Node::Separator => {
                 if !after_space {
-                    out.push(' ');
+                    out.push(b' ');
                     after_space = true;
                 }
             }
             Node::Text(text) => {
-                out.push_str(text);
+                out.extend_from_slice(text.as_bytes());
                 after_space = false;
             }
             Node::Variable(variable, options) => {
@@ -61,7 +65,7 @@ fn write_variable(
     record: &LogRecord,
     context: &RenderContext,
     dates: &mut LogDates,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) {
     use Variable::*;
     let timers = &record.timers;
@@ -82,8 +86,8 @@ fn write_variable(
         },
         FrontendName => text(Some(record.frontend), options, out),
         FrontendNameTransport if record.tls => quoted(options, out, |out| {
-            out.push_str(record.frontend);
-            out.push('~');
+            out.extend_from_slice(record.frontend.as_bytes());
+            out.push(b'~');
         }),
         FrontendNameTransport => text(Some(record.frontend), options, out),
         BackendName => text(Some(&record.backend), options, out),
@@ -153,10 +157,10 @@ fn write_variable(
         RequestLine => match &record.request {
             Some(line) => quoted(options, out, |out| {
                 encode(&line.method, out);
-                out.push(' ');
+                out.push(b' ');
                 encode(&line.uri, out);
-                out.push(' ');
-                out.push_str(line.version);
+                out.push(b' ');
+                out.extend_from_slice(line.version.as_bytes());
             }),
             None => text(Some("<BADREQ>"), options, out),
         },
@@ -187,36 +191,37 @@ fn sum(timers: &[Millis]) -> Millis {
     }
 }
 
-fn quoted(options: Options, out: &mut String, write: impl FnOnce(&mut String)) {
+fn quoted(options: Options, out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
     if options.quote {
-        out.push('"');
+        out.push(b'"');
     }
     write(out);
     if options.quote {
-        out.push('"');
+        out.push(b'"');
     }
 }
 
-fn text(value: Option<&str>, options: Options, out: &mut String) {
+fn text(value: Option<&str>, options: Options, out: &mut Vec<u8>) {
     match value {
         Some(value) if !value.is_empty() => quoted(options, out, |out| {
             if options.escape {
-                for c in value.chars() {
-                    if matches!(c, '"' | '\\' | ']') {
-                        out.push('\\');
+                // The characters escaped are ASCII: the others are copied byte by byte, whole.
+                for &byte in value.as_bytes() {
+                    if matches!(byte, b'"' | b'\\' | b']') {
+                        out.push(b'\\');
                     }
-                    out.push(c);
+                    out.push(byte);
                 }
             } else {
                 encode(value, out);
             }
         }),
-        _ if options.quote => out.push_str("\"\""),
-        _ => out.push('-'),
+        _ if options.quote => out.extend_from_slice(b"\"\""),
+        _ => out.push(b'-'),
     }
 }
 
-fn number(value: i64, options: Options, out: &mut String) {
+fn number(value: i64, options: Options, out: &mut Vec<u8>) {
     if options.hex && value >= 0 {
         let _ = write!(out, "{value:04X}");
     } else {
@@ -224,7 +229,7 @@ fn number(value: i64, options: Options, out: &mut String) {
     }
 }
 
-fn ip(addr: IpAddr, options: Options, out: &mut String) {
+fn ip(addr: IpAddr, options: Options, out: &mut Vec<u8>) {
     // A client behind an IPv4-mapped IPv6 socket is logged as IPv4, as HAProxy on a dual-stack bind does.
     let addr = match addr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
@@ -243,7 +248,7 @@ fn ip(addr: IpAddr, options: Options, out: &mut String) {
             IpAddr::V4(v4) => {
                 for (i, octet) in v4.octets().into_iter().enumerate() {
                     if i > 0 {
-                        out.push('.');
+                        out.push(b'.');
                     }
                     push_unsigned(out, u64::from(octet));
                 }
@@ -255,7 +260,7 @@ fn ip(addr: IpAddr, options: Options, out: &mut String) {
     }
 }
 
-fn port(port: u16, options: Options, out: &mut String) {
+fn port(port: u16, options: Options, out: &mut Vec<u8>) {
     if options.hex {
         let _ = write!(out, "{port:04X}");
     } else {
@@ -264,29 +269,29 @@ fn port(port: u16, options: Options, out: &mut String) {
 }
 
 /// `{a|b}`; nothing at all when no header is captured.
-fn captured_braces(values: &[Option<String>], options: Options, out: &mut String) {
+fn captured_braces(values: &[Option<String>], options: Options, out: &mut Vec<u8>) {
     if values.is_empty() {
         return;
     }
     quoted(options, out, |out| {
-        out.push('{');
+        out.push(b'{');
         for (i, value) in values.iter().enumerate() {
             if i > 0 {
-                out.push('|');
+                out.push(b'|');
             }
             if let Some(value) = value {
                 encode_header(value, out);
             }
         }
-        out.push('}');
+        out.push(b'}');
     });
 }
 
 /// The captured values separated by spaces, `-` for a missing one.
-fn captured_list(values: &[Option<String>], options: Options, out: &mut String) {
+fn captured_list(values: &[Option<String>], options: Options, out: &mut Vec<u8>) {
     for (i, value) in values.iter().enumerate() {
         if i > 0 {
-            out.push(' ');
+            out.push(b' ');
         }
         match value {
             Some(value) if !value.is_empty() => quoted(options, out, |out| encode_header(value, out)),
@@ -296,34 +301,43 @@ fn captured_list(values: &[Option<String>], options: Options, out: &mut String) 
 }
 
 /// Control characters, DEL and beyond, `"` and `#` as `#XX` (HAProxy's encoding of the request line).
-fn encode(value: &str, out: &mut String) {
+fn encode(value: &str, out: &mut Vec<u8>) {
     encode_with(value, out, |_| false)
 }
 
 /// As `encode`, plus the characters that delimit captures: `{`, `|`, `}`.
-fn encode_header(value: &str, out: &mut String) {
+fn encode_header(value: &str, out: &mut Vec<u8>) {
     encode_with(value, out, |b| matches!(b, b'{' | b'|' | b'}'))
 }
 
-fn encode_with(value: &str, out: &mut String, also: impl Fn(u8) -> bool) {
+fn encode_with(value: &str, out: &mut Vec<u8>, also: impl Fn(u8) -> bool) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let bytes = value.as_bytes();
-    // The bytes kept as they are go in by runs; each run is printable ASCII (every byte from 0x80 is escaped),
-    // so it is text on its own.
-    let run = |from: usize, to: usize| std::str::from_utf8(&bytes[from..to]).unwrap_or_default();
     let mut start = 0;
+    let bytes = value.as_bytes();
     for (at, &byte) in bytes.iter().enumerate() {
-        if (0x20..0x7f).contains(&byte) && byte != b'"' && byte != b'#' && !also(byte) {
+        if KEPT[usize::from(byte)] && !also(byte) {
             continue;
         }
-        out.push_str(run(start, at));
-        out.push('#');
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        // The bytes kept go in by runs.
+        out.extend_from_slice(&bytes[start..at]);
+        out.push(b'#');
+        out.push(HEX[usize::from(byte >> 4)]);
+        out.push(HEX[usize::from(byte & 0xf)]);
         start = at + 1;
     }
-    out.push_str(run(start, bytes.len()));
+    out.extend_from_slice(&bytes[start..]);
 }
+
+/// The bytes a log line carries as they are: printable ASCII but `"` and `#`.
+const KEPT: [bool; 256] = {
+    let mut kept = [false; 256];
+    let mut byte = 0x20;
+    while byte < 0x7f {
+        kept[byte] = byte != b'"' as usize && byte != b'#' as usize;
+        byte += 1;
+    }
+    kept
+};
 
 #[cfg(test)]
 #[path = "render_tests.rs"]

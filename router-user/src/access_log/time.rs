@@ -1,7 +1,6 @@
 //! Dates as HAProxy writes them in log lines and syslog headers, in UTC (the router has no time zone
 //! database; a container's local time is UTC as a rule).
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -41,7 +40,7 @@ impl Civil {
     }
 
     /// `%t` / `%tr`: `25/Nov/2026:17:51:13.724`.
-    pub fn write_log_date(&self, out: &mut String) {
+    pub fn write_log_date(&self, out: &mut Vec<u8>) {
         let _ = write!(
             out,
             "{:02}/{}/{}:{:02}:{:02}:{:02}.{:03}",
@@ -56,7 +55,7 @@ impl Civil {
     }
 
     /// `%T` / `%trg` (and the local forms, here UTC too): `25/Nov/2026:17:51:13 +0000`.
-    pub fn write_gmt_date(&self, out: &mut String) {
+    pub fn write_gmt_date(&self, out: &mut Vec<u8>) {
         let _ = write!(
             out,
             "{:02}/{}/{}:{:02}:{:02}:{:02} +0000",
@@ -91,12 +90,12 @@ impl Civil {
 pub struct LogDates {
     second: Option<u64>,
     /// `25/Nov/2026:17:51:13.`
-    prefix: String,
+    prefix: Vec<u8>,
 }
 
 impl LogDates {
     /// As [`Civil::write_log_date`].
-    pub fn write_log_date(&mut self, when: SystemTime, out: &mut String) {
+    pub fn write_log_date(&mut self, when: SystemTime, out: &mut Vec<u8>) {
         let (second, millis) = match when.duration_since(UNIX_EPOCH) {
             Ok(since) => (since.as_secs(), since.subsec_millis()),
             Err(_) => (0, 0),
@@ -108,7 +107,7 @@ impl LogDates {
             // Drop the milliseconds: `.mmm` always has three digits.
             self.prefix.truncate(self.prefix.len() - 3);
         }
-        out.push_str(&self.prefix);
+        out.extend_from_slice(&self.prefix);
         push_padded(out, u64::from(millis), 3);
     }
 }
@@ -141,12 +140,12 @@ mod tests {
     fn dates_come_out_as_haproxy_writes_them() {
         // 2026-11-25T17:51:13.736776Z
         let civil = at(1_795_629_073, 736_776);
-        let mut log = String::new();
+        let mut log = Vec::new();
         civil.write_log_date(&mut log);
-        assert_eq!(log, "25/Nov/2026:17:51:13.736");
-        let mut gmt = String::new();
+        assert_eq!(log, b"25/Nov/2026:17:51:13.736");
+        let mut gmt = Vec::new();
         civil.write_gmt_date(&mut gmt);
-        assert_eq!(gmt, "25/Nov/2026:17:51:13 +0000");
+        assert_eq!(gmt, b"25/Nov/2026:17:51:13 +0000");
         let mut rfc5424 = Vec::new();
         civil.write_rfc5424(&mut rfc5424);
         assert_eq!(rfc5424, b"2026-11-25T17:51:13.736776+00:00");
@@ -164,11 +163,11 @@ mod tests {
         let mut dates = LogDates::default();
         for (unix, micros) in [(1_795_629_073, 736_776), (1_795_629_073, 5_000), (1_795_629_074, 0), (0, 999_999)] {
             let when = UNIX_EPOCH + Duration::from_secs(unix) + Duration::from_micros(micros);
-            let mut fresh = String::new();
+            let mut fresh = b"x".to_vec();
             Civil::of(when).write_log_date(&mut fresh);
-            let mut cached = String::from("x");
+            let mut cached = b"x".to_vec();
             dates.write_log_date(when, &mut cached);
-            assert_eq!(cached, format!("x{fresh}"));
+            assert_eq!(cached, fresh);
         }
     }
 }

@@ -51,7 +51,7 @@ impl Writer {
     /// Runs until every sender is gone and the queue is empty.
     pub async fn run(mut self, mut lines: mpsc::Receiver<Line>) {
         let mut batch = Vec::with_capacity(BATCH);
-        let mut text = String::with_capacity(512);
+        let mut text = Vec::with_capacity(512);
         let mut framed = Vec::with_capacity(BATCH * 256);
         let mut ends = Vec::with_capacity(BATCH);
         let mut dates = LogDates::default();
