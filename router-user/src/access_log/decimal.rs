@@ -29,7 +29,11 @@ pub fn push_padded(out: &mut Vec<u8>, value: u64, width: usize) {
         digits[at] = b'0' + rest as u8;
     }
     let start = at.min(digits.len() - width.min(digits.len()));
-    out.extend_from_slice(&digits[start..]);
+    // A few bytes: pushed one by one rather than through a call to memcpy.
+    out.reserve(digits.len() - start);
+    for &digit in &digits[start..] {
+        out.push(digit);
+    }
 }
 
 /// `value` in decimal.

@@ -194,8 +194,16 @@ fn own_answer(status: StatusCode) -> Termination {
 
 /// The request target as the client wrote it: an origin-form path taken as it is, other forms written out.
 fn uri_text(uri: &http::Uri) -> String {
-    match (uri.scheme(), uri.path_and_query()) {
-        (None, Some(path)) => path.as_str().to_string(),
+    match (uri.scheme(), uri.authority(), uri.path_and_query()) {
+        (None, _, Some(path)) => path.as_str().to_string(),
+        // Every HTTP/2 request: its pseudo-headers make an absolute URI. Put together directly rather than
+        // through `Display`'s formatting.
+        (Some(scheme), Some(authority), Some(path)) => {
+            let parts = [scheme.as_str(), "://", authority.as_str(), path.as_str()];
+            let mut text = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+            parts.iter().for_each(|part| text.push_str(part));
+            text
+        }
         _ => uri.to_string(),
     }
 }
@@ -334,5 +342,20 @@ impl<B> Drop for LoggedBody<B> {
             };
             log.finish(self.bytes, early);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri_text;
+
+    #[test]
+    fn a_logged_target_reads_as_the_uri_written_out() {
+        for target in ["/", "/a/b?c=d&e", "https://h.example.com/p?q", "http://h:8080/", "h.example.com:443", "*"] {
+            let uri: http::Uri = target.parse().expect("a valid target");
+            assert_eq!(uri_text(&uri), uri.to_string(), "{target}");
+        }
+        let uri = http::Uri::builder().scheme("https").authority("a.example.com").path_and_query("/x?y").build();
+        assert_eq!(uri_text(&uri.expect("parts")), "https://a.example.com/x?y");
     }
 }
