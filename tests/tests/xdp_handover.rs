@@ -12,7 +12,7 @@ use std::{fs, path::Path, time::Duration};
 use xdp_common::steer_topology::{
     download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, PREFIX, STEER_HOST,
 };
-use xdp_common::{dump_counters, held_tail::HeldTail, is_root, require_tools, PinDir, Process};
+use xdp_common::{dump_counters, file_len, held_tail::HeldTail, is_root, require_tools, PinDir, Process};
 
 /// The download's pace: slow enough that the hand-over usually happens while it runs.
 const RATE: &str = "2M";
@@ -33,10 +33,6 @@ fn link_pins(pin_dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     pins.sort();
     pins
-}
-
-fn file_len(path: &Path) -> u64 {
-    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 fn wait_logged(router: &Process, what: &str) {

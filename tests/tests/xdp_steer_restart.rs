@@ -8,17 +8,13 @@
 
 mod xdp_common;
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{fs, path::Path, time::Duration};
 
 use xdp_common::steer_topology::{
     download_content, eventually, metric, metrics, sha256, Topology, DOWNLOAD, DOWNLOAD_BYTES, NODE_IF, PREFIX,
     STEER_HOST,
 };
-use xdp_common::{dump_counters, held_tail::HeldTail, is_root, require_tools, xdp_status, PinDir, Process};
+use xdp_common::{dump_counters, file_len, held_tail::HeldTail, is_root, require_tools, xdp_status, PinDir, Process};
 
 /// The download's pace: slow enough that the router dies and a new one usually starts while it runs.
 const RATE: &str = "2M";
@@ -41,10 +37,6 @@ fn link_pins(pin_dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn file_len(path: &PathBuf) -> u64 {
-    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 #[test]

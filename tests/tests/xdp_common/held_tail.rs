@@ -5,7 +5,6 @@
 //! all but the tail has arrived; `release` lets it go on (SIGCONT).
 
 use std::{
-    fs,
     path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -29,7 +28,7 @@ impl HeldTail {
         let watching = done.clone();
         let watcher = thread::spawn(move || {
             while !watching.load(Ordering::Acquire) {
-                if fs::metadata(&out).map(|m| m.len()).unwrap_or(0) >= hold_from {
+                if super::file_len(&out) >= hold_from {
                     signal(pid, libc::SIGSTOP);
                     return true;
                 }
