@@ -30,7 +30,7 @@ use super::client_body::ClientBody;
 use super::client_io::BodyWaitClock;
 use super::client_io::HeadTiming;
 use super::compression::{GzipBody, ResponseCompression};
-use super::forwarded::ConnectionInfo;
+use super::forwarded::{ConnectionInfo, ForwardedValues};
 use super::header_case::{AdjustedCase, HeaderCaseMap};
 use super::headers::{ends_in_chunked, is_upgrade, strip_hop_by_hop};
 use super::lease::{EndpointLease, LeasedBody};
@@ -132,6 +132,8 @@ pub struct ClientConnection {
     /// The OpenShift frontend its requests are counted on: `public` for plain HTTP, `fe_sni` (or `fe_no_sni`
     /// when the client sent no SNI) for terminated TLS.
     pub frontend: Frontend,
+    /// The forwarded headers' values its requests share.
+    forwarded: ForwardedValues,
     tickets: ConnectionTickets,
 }
 
@@ -139,6 +141,7 @@ impl ClientConnection {
     pub fn new(info: ConnectionInfo) -> Self {
         let frontend = if info.proto == "https" { Frontend::FeSni } else { Frontend::Public };
         Self {
+            forwarded: ForwardedValues::new(&info),
             info,
             tls_headers: Vec::new(),
             handshake_check: HandshakeCheck::default(),
@@ -314,7 +317,7 @@ impl HttpProxy {
                     request.extensions_mut().insert(AdjustedCase(map.clone()));
                 }
                 let headers = request.headers_mut();
-                rewrite_headers(headers, upgrade, &connection.info, &lowered, &backend.policy);
+                rewrite_headers(headers, upgrade, &connection.forwarded, &lowered, &backend.policy);
                 for (name, value) in &connection.tls_headers {
                     headers.insert(name.clone(), value.clone());
                 }
@@ -501,7 +504,7 @@ impl HttpProxy {
         if let Some(cookie) = &backend.policy.cookie {
             let value = lease.endpoint().cookie.as_str();
             if client_cookie.as_deref() != Some(value) {
-                insert_cookie(headers, &cookie.set_cookie(value));
+                insert_cookie(headers, cookie.set_cookie(value));
             }
         }
         header_actions::apply(&backend.policy.response_headers, headers);

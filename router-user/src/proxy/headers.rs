@@ -40,19 +40,18 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
         headers.remove(PROXY_CONNECTION);
         return;
     }
-    // Removing a name hashes it, so only the names a message has are removed: one pass comparing names finds
-    // them (most requests have none; most responses only `Connection: keep-alive`). This runs twice per request.
+    // Names listed by `Connection` besides its usual tokens (`close`, `keep-alive`) are rare: only those are
+    // parsed into names (which allocates).
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|token| !token.eq_ignore_ascii_case(b"close") && !token.eq_ignore_ascii_case(b"keep-alive"))
+        .filter_map(|token| HeaderName::from_bytes(token).ok())
         .filter(|name| !HOP_BY_HOP.contains(name))
         .collect();
-    let present: Vec<HeaderName> =
-        headers.keys().filter(|name| HOP_BY_HOP.contains(name) || named.contains(name)).cloned().collect();
-    for name in present {
+    for name in HOP_BY_HOP.iter().chain(&named) {
         headers.remove(name);
     }
 }

@@ -42,7 +42,7 @@ mod wire_size;
 pub use client_auth_check::HandshakeCheck;
 pub use compression::{ResponseCompression, DEFAULT_COMPRESSION_MIME};
 pub use connection::{serve_client, HttpVersion};
-pub use forwarded::{forwarded_element, ConnectionInfo};
+pub use forwarded::ConnectionInfo;
 pub use handler::{ClientConnection, HttpProxy, ProxyOptions};
 pub use header_case::{HeaderCaseMap, InvalidHeaderName};
 pub use listener::serve_http;

@@ -6,7 +6,8 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::uri::{PathAndQuery, Uri};
 
 use super::forwarded::{
-    append_forwarded, ConnectionInfo, FORWARDED, X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PORT, X_FORWARDED_PROTO,
+    append_forwarded, ForwardedValues, FORWARDED, X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PORT,
+    X_FORWARDED_PROTO,
 };
 use super::headers::{strip_hop_by_hop, PROXY};
 use crate::policy::{header_actions, request_target, ForwardedPolicy, PathRewrite, RewriteTarget, RoutePolicy};
@@ -18,27 +19,32 @@ const FORWARDED_HEADERS: [HeaderName; 5] =
 pub fn rewrite_headers(
     headers: &mut HeaderMap,
     upgrade: bool,
-    info: &ConnectionInfo,
+    forwarded: &ForwardedValues,
     host: &str,
     policy: &RoutePolicy,
 ) {
     strip_hop_by_hop(headers, upgrade);
     headers.remove(PROXY);
     strip_x_ssl(headers);
-    if let Ok(value) = HeaderValue::from_str(host) {
-        headers.insert(header::HOST, value);
-    }
+    // A host that cannot be a header value (the request's own came from one, so never) leaves Host as it was.
+    let host = match HeaderValue::from_str(host) {
+        Ok(value) => {
+            headers.insert(header::HOST, value.clone());
+            value
+        }
+        Err(_) => HeaderValue::from_static(""),
+    };
     match policy.forwarded {
-        ForwardedPolicy::Append => append_forwarded(headers, info, host),
+        ForwardedPolicy::Append => append_forwarded(headers, forwarded, &host),
         ForwardedPolicy::Replace => {
             for name in &FORWARDED_HEADERS {
                 headers.remove(name);
             }
-            append_forwarded(headers, info, host);
+            append_forwarded(headers, forwarded, &host);
         }
         ForwardedPolicy::IfNone => {
             let mut ours = HeaderMap::new();
-            append_forwarded(&mut ours, info, host);
+            append_forwarded(&mut ours, forwarded, &host);
             for (name, value) in ours.iter() {
                 if !headers.contains_key(name) {
                     headers.insert(name.clone(), value.clone());

@@ -43,8 +43,8 @@ pub fn remove_cookie(headers: &mut HeaderMap, name: &str) {
 }
 
 /// Adds `Set-Cookie` and marks the response private so shared caches do not hand the cookie to others.
-pub fn insert_cookie(headers: &mut HeaderMap, set_cookie: &str) {
-    if let Ok(value) = HeaderValue::from_str(set_cookie) {
+pub fn insert_cookie(headers: &mut HeaderMap, set_cookie: String) {
+    if let Ok(value) = HeaderValue::from_maybe_shared(bytes::Bytes::from(set_cookie)) {
         headers.append(header::SET_COOKIE, value);
         headers.append(header::CACHE_CONTROL, HeaderValue::from_static("private"));
     }
