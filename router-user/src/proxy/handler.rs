@@ -53,7 +53,7 @@ use crate::metrics::{Frontend, Metrics};
 use crate::policy::header_actions;
 use crate::protection::{ConnectionTickets, RefusedConnection, RouteGate};
 use crate::relay::FinTimeouts;
-use crate::table::{normalize_request_host, Backend, HttpAction, RequestFacts, TableHandle};
+use crate::table::{lowercase, normalize_request_host, Backend, HttpAction, RequestFacts, TableHandle};
 
 /// Tells the pod the client spoke HTTP/2 to the router (set by the OpenShift router on `h2` ALPN); `h3` for
 /// HTTP/3, which the OpenShift router does not serve.
@@ -267,7 +267,7 @@ impl HttpProxy {
                 return unrouted(bad_request());
             }
         };
-        let host = normalize_request_host(&raw_host).into_owned();
+        let host = normalize_request_host(&raw_host);
         let table = self.table.load();
         let rules = if connection.is_tls() { table.https() } else { table.http() };
         let facts = RequestFacts {
@@ -304,7 +304,7 @@ impl HttpProxy {
                 redirect_to_https(&host, target)
             }
             _ => {
-                let lowered = raw_host.to_ascii_lowercase();
+                let lowered = lowercase(&raw_host);
                 let upgrade = is_upgrade(request.headers());
                 let trailers = wants_trailers(&request);
                 let proto_version = match request.version() {

@@ -6,11 +6,15 @@ use std::borrow::Cow;
 /// trailing dot, and lowercases. Borrowed when nothing changes, so the common case allocates nothing.
 pub fn normalize_request_host(raw: &str) -> Cow<'_, str> {
     let without_port = strip_port(raw.trim());
-    let name = without_port.strip_suffix('.').unwrap_or(without_port);
-    if name.bytes().any(|b| b.is_ascii_uppercase()) {
-        Cow::Owned(name.to_ascii_lowercase())
+    lowercase(without_port.strip_suffix('.').unwrap_or(without_port))
+}
+
+/// `text` lowercased, copied only when it has an uppercase letter (hosts mostly come lowercase).
+pub fn lowercase(text: &str) -> Cow<'_, str> {
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(text.to_ascii_lowercase())
     } else {
-        Cow::Borrowed(name)
+        Cow::Borrowed(text)
     }
 }
 

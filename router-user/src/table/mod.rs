@@ -48,7 +48,7 @@ pub use client_auth_hosts::ClientAuthHosts;
 pub use client_tls::CLIENT_TLS_VALIDATION_FAILED;
 pub use conditions::{Conditions, RequestFacts};
 pub use endpoints::{is_routable, ServiceEndpoint};
-pub use host::normalize_request_host;
+pub use host::{lowercase, normalize_request_host};
 pub use path::RoutePath;
 pub use rules::HostRules;
 pub use shards::Shard;
