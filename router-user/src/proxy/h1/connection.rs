@@ -34,6 +34,8 @@ use crate::proxy::request_body::{BoxError, RequestBody};
 
 /// Room made in the read buffer before each read of a head.
 const READ_ROOM: usize = 8 * 1024;
+/// Less spare room than this and a read reserves `READ_ROOM` first (most request heads are shorter).
+const MIN_READ_ROOM: usize = 2 * 1024;
 /// The longest a closing connection waits to flush its last bytes (a TLS close_notify).
 const CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
@@ -187,7 +189,7 @@ fn poll_client_side<I: ClientStream>(
         },
         _ if !buf.is_empty() => Poll::Pending,
         _ => {
-            buf.reserve(READ_ROOM);
+            make_read_room(buf);
             match tokio_util::io::poll_read_buf(std::pin::Pin::new(io), cx, buf) {
                 Poll::Ready(Ok(0)) => Poll::Ready(eof()),
                 Poll::Ready(Ok(_)) | Poll::Pending => Poll::Pending,
@@ -226,7 +228,7 @@ async fn read_head<I: ClientStream>(
         if stopping && buf.is_empty() && idle_limit.is_none() {
             return Ok(None);
         }
-        buf.reserve(READ_ROOM);
+        make_read_room(buf);
         tokio::select! {
             read = read_more(io, buf) => match read {
                 Ok(0) if buf.is_empty() => return Ok(None),
@@ -238,6 +240,16 @@ async fn read_head<I: ClientStream>(
             _ = stop_requested(shutdown), if !stopping => stopping = true,
             _ = tokio::time::sleep(idle_limit.unwrap_or_default()), if idle_limit.is_some() => return Ok(None),
         }
+    }
+}
+
+/// Room for the next read. The buffer's spare room is used while it is at least `MIN_READ_ROOM`; only then
+/// is `READ_ROOM` reserved, which takes the buffer back in place once nothing shares it. Reserving
+/// `READ_ROOM` before every read allocated a new buffer per request: the request in flight still shares the
+/// old one (its head's values point into it).
+fn make_read_room(buf: &mut BytesMut) {
+    if buf.capacity() - buf.len() < MIN_READ_ROOM {
+        buf.reserve(READ_ROOM);
     }
 }
 

@@ -62,14 +62,13 @@ struct Progress<'a> {
 
 pub async fn exchange(
     conn: &mut PodConn,
-    head: &[u8],
+    head: BytesMut,
     body: &mut Option<ClientBody>,
     framing: RequestFraming,
     method: &Method,
 ) -> Result<Exchanged, ExchangeFailure> {
     let retry_safe_body = body.is_none();
-    let mut progress =
-        Progress { conn, out: BytesMut::from(head), body, framing, sent: false, write_error: None, got_bytes: false };
+    let mut progress = Progress { conn, out: head, body, framing, sent: false, write_error: None, got_bytes: false };
     let result = poll_fn(|cx| progress.poll(cx, method)).await;
     let retry_safe = progress.conn.reused && !progress.got_bytes && retry_safe_body;
     let request_complete = progress.sent;

@@ -11,6 +11,9 @@ use crate::proxy::headers::{ends_in_chunked, has_token};
 
 /// At most this many response headers (hyper's default too).
 const MAX_HEADERS: usize = 100;
+/// Room for the framing header the router may add: `content-length: <20 digits>\r\n` or
+/// `transfer-encoding: chunked\r\n`, in any case.
+const FRAMING_ROOM: usize = 40;
 /// A response head larger than this is refused.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
@@ -68,7 +71,10 @@ pub fn encode_request(
 ) -> RequestFraming {
     let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let method = parts.method.as_str();
-    out.reserve(method.len() + target.len() + 12 + parts.headers.len() * 32);
+    // The head's exact size (and room for a framing header), so the buffer is allocated once: growing it
+    // while writing cost a reallocation and a copy per request.
+    let fields: usize = parts.headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
+    out.reserve(method.len() + 1 + target.len() + 11 + fields + 2 + FRAMING_ROOM);
     out.put_slice(method.as_bytes());
     out.put_u8(b' ');
     out.put_slice(target.as_bytes());

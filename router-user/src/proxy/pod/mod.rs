@@ -83,9 +83,10 @@ impl PodClient {
     ) -> Result<Response<PodBody>, PodError> {
         let mut body = body.filter(|body| !body.is_end_stream());
         let exact = body.as_ref().and_then(|body| body.size_hint().exact());
-        let mut head = BytesMut::new();
-        let framing = encode_request(parts, body.is_none(), exact, &mut head);
         loop {
+            // Encoded per attempt (a retry is rare) so that the exchange takes the buffer instead of a copy.
+            let mut head = BytesMut::new();
+            let framing = encode_request(parts, body.is_none(), exact, &mut head);
             let started = std::time::Instant::now();
             let mut conn = match self.pool.take(addr) {
                 Some(conn) => conn,
@@ -94,7 +95,7 @@ impl PodClient {
                     .map_err(|source| PodError::Connect { addr, source })?,
             };
             let connected = PodConnection { reused: conn.reused, connect: started.elapsed() };
-            match exchange(&mut conn, &head, &mut body, framing, &parts.method).await {
+            match exchange(&mut conn, head, &mut body, framing, &parts.method).await {
                 Ok(done) => {
                     let pool = (done.head.keep_alive && done.request_complete).then(|| self.pool.clone());
                     let mut response = response(conn, done.head, pool);
