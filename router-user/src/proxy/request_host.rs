@@ -49,7 +49,9 @@ pub fn request_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<
 }
 
 /// Appends `:<port>` in decimal (`format!` costs about a thousand instructions, and HTTP/2 requests to a
-/// port other than 443 come here every time).
+/// port other than 443 come here every time). The access log's `decimal::push_unsigned` writes into bytes:
+/// building the host as bytes for it and checking them back into a `String` measured 280 instructions more
+/// per HTTP/2 request than these few lines.
 fn push_port(host: &mut String, mut port: u16) {
     let mut digits = [0u8; 5];
     let mut start = digits.len();
