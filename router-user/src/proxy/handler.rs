@@ -514,7 +514,7 @@ impl HttpProxy {
             let server = self.metrics.haproxy.server(&backend.labels.backend, &endpoint.id, &endpoint.proxy).clone();
             let counters = [self.metrics.backend_proxy(&backend.labels, &backend.requests).clone(), server];
             let body = LeasedBody::new(body, Some(lease), Some(counters));
-            Either::Left(if compress { Either::Right(GzipBody::new(body)) } else { Either::Left(body) })
+            Either::Left(if compress { Either::Right(Box::new(GzipBody::new(body))) } else { Either::Left(body) })
         })
     }
 
