@@ -136,4 +136,12 @@ mod tests {
         assert!(response.headers().get("content-length").is_none(), "the router frames the body itself");
         assert!(ErrorFile::parse(b"not a response").is_err());
     }
+
+    #[test]
+    fn the_response_body_type_is_sized_for_the_common_pod_body() {
+        // Every response moves this type several times; a rare variant held inline (the gzip state is 440
+        // bytes) would make them all pay for it.
+        let size = std::mem::size_of::<ProxyBody>();
+        assert!(size <= std::mem::size_of::<LeasedBody>() + 16, "ProxyBody is {size} bytes");
+    }
 }
