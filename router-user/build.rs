@@ -37,6 +37,11 @@ fn main() -> anyhow::Result<()> {
         ebpf_dir.canonicalize().with_context(|| format!("eBPF crate not found at {}", ebpf_dir.display()))?;
     let root_dir = ebpf_dir.to_str().with_context(|| format!("eBPF crate path {} is not UTF-8", ebpf_dir.display()))?;
 
+    // The nested build reads the workspace's release profile, whose LTO settings are for the router: with fat
+    // LTO the verifier walked 951,259 instructions of `xdp_front` (662,924 without), near its limit of
+    // 1,000,000. These variables give the eBPF build cargo's defaults back.
+    env::set_var("CARGO_PROFILE_RELEASE_LTO", "false");
+    env::set_var("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
     aya_build::build_ebpf(
         [aya_build::Package { name: EBPF_PACKAGE, root_dir, ..Default::default() }],
         aya_build::Toolchain::Nightly,
