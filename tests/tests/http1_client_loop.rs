@@ -161,3 +161,26 @@ async fn a_pod_that_answers_before_the_body_ends_is_relayed_and_the_connection_c
     router.shutdown().await;
     pod_task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_written_while_the_router_drains_says_close_and_the_connection_closes() {
+    let web = TestBackend::start("web").await;
+    let (_dir, router) = router_to(web.addr).await;
+    let mut stream = TcpStream::connect(router.http_addr).await.expect("connect");
+    let mut buffered = Vec::new();
+    let request = format!("GET /slow/600 HTTP/1.1\r\nHost: {HOST}\r\n\r\n");
+    stream.write_all(format!("GET /before HTTP/1.1\r\nHost: {HOST}\r\n\r\n").as_bytes()).await.expect("send");
+    let (head, _) = read_response(&mut stream, &mut buffered).await;
+    assert!(!head.to_ascii_lowercase().contains("connection: close"), "kept open before the drain: {head}");
+    // The pod answers 600 ms later; the drain begins meanwhile.
+    stream.write_all(request.as_bytes()).await.expect("send");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stopped = tokio::spawn(router.shutdown());
+    let (head, body) = read_response(&mut stream, &mut buffered).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(report(&body)["path"], "/slow/600");
+    assert!(head.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "the last response says so: {head}");
+    let (rest, closed) = read_until_closed(&mut stream, LIMIT).await;
+    assert!(closed && rest.is_empty() && buffered.is_empty(), "closed after it: {}", String::from_utf8_lossy(&rest));
+    stopped.await.expect("router stopped");
+}

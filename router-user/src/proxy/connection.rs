@@ -70,9 +70,8 @@ pub async fn serve_client<I>(
     // ROUTER_H1_CASE_ADJUST: response heads to HTTP/1 clients get the listed names' case on the way out.
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
     let drain_proxy = proxy.clone();
-    let draining = shutdown.clone();
     let serve_request = move |mut request: http::Request<RequestBody>| {
-        let (proxy, state, clock, draining) = (proxy.clone(), state.clone(), clock.clone(), draining.clone());
+        let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
         // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
         // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out. A
         // request without a body has nothing to wait for (and an extension costs two allocations).
@@ -83,13 +82,10 @@ pub async fn serve_client<I>(
             // Held until the response body is finished or dropped (or this future is, on a reset stream).
             let timing = clock.head_timing();
             let mut in_flight = clock.request_started();
-            let mut response = proxy.handle(&state, request, timing).await?;
+            let response = proxy.handle(&state, request, timing).await?;
             // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
             if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
                 in_flight.keep_timers_off();
-            } else if version == HttpVersion::Http1 && *draining.borrow() {
-                // Draining: this is the connection's last response, and the client is told so.
-                response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
             }
             Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
         }

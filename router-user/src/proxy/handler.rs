@@ -203,13 +203,22 @@ impl HttpProxy {
         if let Some((name, value)) = log.as_mut().and_then(|log| log.unique_id()) {
             request.headers_mut().insert(name, value);
         }
-        let (backend, response) = match self.route_and_forward(connection, request).await {
+        let routed = match self.route(connection, &mut request) {
             Ok(routed) => routed,
             Err(refused) => {
                 if let Some(log) = log {
                     log.refused();
                 }
                 return Err(refused);
+            }
+        };
+        // Forwarded from here rather than from `route`: one async level less, so the request is moved into
+        // one more future state instead of two (each level held its own copy).
+        let (backend, response) = match routed {
+            Routed::Answered(backend, response) => (backend, response),
+            Routed::Forward { backend, gzip } => {
+                let response = self.forward(&backend, connection, request, gzip).await;
+                (Some(backend), response)
             }
         };
         let code = response.status().as_u16();
@@ -250,13 +259,14 @@ impl HttpProxy {
         self.options.error_404.as_ref().map_or_else(|| self.unavailable(), ErrorFile::response)
     }
 
-    async fn route_and_forward(
+    /// Phases 1 to 5: the request checked, routed and rewritten for the pod, or answered by the router.
+    fn route(
         &self,
         connection: &ClientConnection,
-        mut request: Request<RequestBody>,
-    ) -> Result<(Option<Arc<Backend>>, Response<ProxyBody>), RefusedConnection> {
-        let unrouted = |response| Ok((None, response));
-        if has_empty_content_length(&request) {
+        request: &mut Request<RequestBody>,
+    ) -> Result<Routed, RefusedConnection> {
+        let unrouted = |response| Ok(Routed::Answered(None, response));
+        if has_empty_content_length(request) {
             return unrouted(bad_request());
         }
         let raw_host = match request_host(request.version(), request.uri(), request.headers()) {
@@ -298,62 +308,57 @@ impl HttpProxy {
             }
         }
         self.protect(&backend, connection)?;
-        let response = match backend.action {
-            HttpAction::RedirectToHttps if !connection.is_tls() => {
-                let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
-                redirect_to_https(&host, target)
-            }
-            _ => {
-                let lowered = lowercase(&raw_host);
-                let upgrade = is_upgrade(request.headers());
-                let trailers = wants_trailers(&request);
-                let proto_version = match request.version() {
-                    Version::HTTP_2 => Some("h2"),
-                    Version::HTTP_3 => Some("h3"),
-                    _ => None,
-                };
-                let gzip = self.client_takes_gzip(&request);
-                if let (true, Some(map)) = (backend.policy.h1_adjust_case, &self.options.h1_case_adjust) {
-                    request.extensions_mut().insert(AdjustedCase(map.clone()));
-                }
-                let headers = request.headers_mut();
-                rewrite_headers(headers, upgrade, &connection.forwarded, &lowered, &backend.policy);
-                for (name, value) in &connection.tls_headers {
-                    headers.insert(name.clone(), value.clone());
-                }
-                if backend.client_auth.is_some() {
-                    for (name, value) in connection.handshake_check.headers() {
-                        headers.insert(name.clone(), value.clone());
-                    }
-                }
-                if let Some(version) = proto_version {
-                    headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static(version));
-                }
-                if trailers {
-                    // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
-                    headers.insert(header::TE, HeaderValue::from_static("trailers"));
-                }
-                let policy = &backend.policy;
-                let rewritten = match (&policy.replace_full_path, &policy.rewrite_target) {
-                    (Some(path), _) => Some(replace_full_path(request.uri(), path)),
-                    (None, Some(rule)) => Some(rewrite_target(request.uri(), rule)),
-                    (None, None) => None,
-                };
-                match rewritten {
-                    Some(Err(failed)) => {
-                        debug!(%host, path = request.uri().path(), "{failed}");
-                        gateway_error(StatusCode::INTERNAL_SERVER_ERROR)
-                    }
-                    rewritten => {
-                        if let Some(Ok(Some(uri))) = rewritten {
-                            *request.uri_mut() = uri;
-                        }
-                        self.forward(&backend, connection, request, gzip).await
-                    }
-                }
-            }
+        if let (HttpAction::RedirectToHttps, false) = (&backend.action, connection.is_tls()) {
+            let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
+            return Ok(Routed::Answered(Some(backend), redirect_to_https(&host, target)));
+        }
+        let lowered = lowercase(&raw_host);
+        let upgrade = is_upgrade(request.headers());
+        let trailers = wants_trailers(request);
+        let proto_version = match request.version() {
+            Version::HTTP_2 => Some("h2"),
+            Version::HTTP_3 => Some("h3"),
+            _ => None,
         };
-        Ok((Some(backend), response))
+        let gzip = self.client_takes_gzip(request);
+        if let (true, Some(map)) = (backend.policy.h1_adjust_case, &self.options.h1_case_adjust) {
+            request.extensions_mut().insert(AdjustedCase(map.clone()));
+        }
+        let headers = request.headers_mut();
+        rewrite_headers(headers, upgrade, &connection.forwarded, &lowered, &backend.policy);
+        for (name, value) in &connection.tls_headers {
+            headers.insert(name.clone(), value.clone());
+        }
+        if backend.client_auth.is_some() {
+            for (name, value) in connection.handshake_check.headers() {
+                headers.insert(name.clone(), value.clone());
+            }
+        }
+        if let Some(version) = proto_version {
+            headers.insert(X_FORWARDED_PROTO_VERSION, HeaderValue::from_static(version));
+        }
+        if trailers {
+            // gRPC needs `te: trailers` end to end; it is the one TE value that is not hop-by-hop.
+            headers.insert(header::TE, HeaderValue::from_static("trailers"));
+        }
+        let policy = &backend.policy;
+        let rewritten = match (&policy.replace_full_path, &policy.rewrite_target) {
+            (Some(path), _) => replace_full_path(request.uri(), path),
+            (None, Some(rule)) => rewrite_target(request.uri(), rule),
+            (None, None) => Ok(None),
+        };
+        match rewritten {
+            Err(failed) => {
+                debug!(%host, path = request.uri().path(), "{failed}");
+                Ok(Routed::Answered(Some(backend), gateway_error(StatusCode::INTERNAL_SERVER_ERROR)))
+            }
+            Ok(uri) => {
+                if let Some(uri) = uri {
+                    *request.uri_mut() = uri;
+                }
+                Ok(Routed::Forward { backend, gzip })
+            }
+        }
     }
 
     /// The allowlist and rate limits of the route; an error closes the client's connection.
@@ -540,6 +545,14 @@ impl HttpProxy {
                 .is_some_and(|coding| ends_in_chunked(coding.as_bytes()));
         compression.compress_response(status, response.headers_mut(), delimited)
     }
+}
+
+/// Where `route` leaves a request.
+enum Routed {
+    /// Answered by the router itself, for the route it was meant for (if one took it).
+    Answered(Option<Arc<Backend>>, Response<ProxyBody>),
+    /// Rewritten for the route's pods; `gzip`: the client takes a gzipped response.
+    Forward { backend: Arc<Backend>, gzip: bool },
 }
 
 /// The client asked for trailers (`TE: trailers`), as gRPC clients do.

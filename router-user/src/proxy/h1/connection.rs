@@ -132,6 +132,9 @@ where
         };
         let status = parts.status;
         out.clear();
+        // Draining: this is the connection's last response, and its head says so (`Connection: close`); a 101
+        // hands the connection to its tunnel, which the drain waits for.
+        let keep_alive = keep_alive && (status == StatusCode::SWITCHING_PROTOCOLS || !*shutdown.borrow());
         let side = RequestSide { version, method: &method, keep_alive, case: settings.case.as_deref() };
         let encoded = match encode_response_head(&mut parts, size, side, &mut out) {
             Ok(encoded) => encoded,
@@ -165,9 +168,9 @@ where
             }
             return close(io, Http1End::Closed).await;
         }
+        // A drain that began while the response was written is seen by `read_head`.
         let body_read = feed.as_mut().is_none_or(|feed| feed.finished() || feed.take_buffered(&mut buf));
-        let draining = *shutdown.borrow();
-        if !encoded.keep_alive || !body_read || draining && (settings.draining_idle)().is_none() {
+        if !encoded.keep_alive || !body_read {
             return close(io, Http1End::Closed).await;
         }
     }
@@ -238,8 +241,16 @@ async fn read_head<I: ClientStream>(
                 Err(error) => return Err(HeadRead::Failed(error)),
             },
             _ = stop_requested(shutdown), if !stopping => stopping = true,
-            _ = tokio::time::sleep(idle_limit.unwrap_or_default()), if idle_limit.is_some() => return Ok(None),
+            _ = idle_for(idle_limit), if idle_limit.is_some() => return Ok(None),
         }
+    }
+}
+
+/// Sleeps for `limit`. select! builds every branch's future, the disabled ones too: as an async fn, the
+/// timer is made only when the branch is polled, not for every request head.
+async fn idle_for(limit: Option<Duration>) {
+    if let Some(limit) = limit {
+        tokio::time::sleep(limit).await;
     }
 }
 
