@@ -20,7 +20,8 @@ use super::coalesced_writes::CoalescedWrites;
 use super::h1::{serve_http1, Http1End, Http1Settings};
 use super::handler::{ClientConnection, HttpProxy};
 use super::request_body::RequestBody;
-use super::request_log::{log_unfinished_head, HeadEnd};
+use super::request_log::{log_unfinished_head, HeadEnd, LoggedBody};
+use super::response::ProxyBody;
 use crate::access_log::{OpenConnection, FE_SNI, PUBLIC};
 use crate::listen::{stop_requested, ClientTimeouts, CountedIo};
 use crate::protection::RefusedConnection;
@@ -70,36 +71,26 @@ pub async fn serve_client<I>(
     // ROUTER_H1_CASE_ADJUST: response heads to HTTP/1 clients get the listed names' case on the way out.
     let case_map = proxy.h1_case_adjust().filter(|_| version == HttpVersion::Http1);
     let drain_proxy = proxy.clone();
-    let serve_request = move |mut request: http::Request<RequestBody>| {
-        let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
-        // An HTTP/1 request body runs the client timeout while it waits for the client (see `ClientBody`); an
-        // HTTP/2 connection may carry other streams meanwhile, so one stalled body does not time it out. A
-        // request without a body has nothing to wait for (and an extension costs two allocations).
-        if version == HttpVersion::Http1 && !request.body().is_end_stream() {
-            request.extensions_mut().insert(BodyWaitClock(clock.clone()));
-        }
-        async move {
-            // Held until the response body is finished or dropped (or this future is, on a reset stream).
-            let timing = clock.head_timing();
-            let mut in_flight = clock.request_started();
-            let response = proxy.handle(&state, request, timing).await?;
-            // An upgraded connection becomes a tunnel with its own idle timer: no client timers from here.
-            if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
-                in_flight.keep_timers_off();
-            }
-            Ok::<_, RefusedConnection>(response.map(|body| InFlightBody::new(body, in_flight)))
-        }
-    };
     let end = match version {
         HttpVersion::Http1 => {
             // ClientIo times the request head (ROUTER_SLOWLORIS_TIMEOUT) and the client's reads and writes.
             let io = ClientIo::new(io, io_clock, timers);
+            // The requests borrow what the connection holds: no reference count touched per request (the
+            // proxy's is shared by every connection, on every thread).
+            let serve = |mut request: http::Request<RequestBody>| {
+                // A request body runs the client timeout while it waits for the client (see `ClientBody`). A
+                // request without a body has nothing to wait for (and an extension costs two allocations).
+                if !request.body().is_end_stream() {
+                    request.extensions_mut().insert(BodyWaitClock(clock.clone()));
+                }
+                serve_request(&proxy, &state, &clock, request)
+            };
             let settings = Http1Settings {
                 head_limit,
                 case: case_map,
                 draining_idle: Box::new(move || drain_proxy.closes_on_next_response().then_some(HANDOVER_IDLE_CLOSE)),
             };
-            match serve_http1(io, serve_request, settings, shutdown).await {
+            match serve_http1(io, serve, settings, shutdown).await {
                 Http1End::Closed => HeadEnd::Closed,
                 Http1End::Malformed(error) => {
                     debug!(%error, "request head refused");
@@ -117,8 +108,10 @@ pub async fn serve_client<I>(
             let io = TokioIo::new(io);
             // hyper spawns each stream as a task holding the request's future: boxed, the spawn moves a pointer
             // instead of the whole handler state (memmove was the top of the h2-over-edge profile).
+            // An HTTP/2 connection may carry other streams while one waits for its body: no `BodyWaitClock`.
             let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                Box::pin(serve_request(request.map(RequestBody::Hyper)))
+                let (proxy, state, clock) = (proxy.clone(), state.clone(), clock.clone());
+                Box::pin(async move { serve_request(&proxy, &state, &clock, request.map(RequestBody::Hyper)).await })
             });
             let connection = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())
@@ -155,6 +148,24 @@ pub async fn serve_client<I>(
             log_unfinished_head(&access_log, info, accepted_at, head, end);
         }
     }
+}
+
+/// One request through the proxy, the client timers off from its head until its response body is finished
+/// or dropped (or this future is, on a reset stream); an upgraded connection becomes a tunnel with its own
+/// idle timer, without them.
+async fn serve_request(
+    proxy: &HttpProxy,
+    state: &ClientConnection,
+    clock: &Arc<ConnectionClock>,
+    request: http::Request<RequestBody>,
+) -> Result<http::Response<InFlightBody<LoggedBody<ProxyBody>>>, RefusedConnection> {
+    let timing = clock.head_timing();
+    let mut in_flight = clock.request_started();
+    let response = proxy.handle(state, request, timing).await?;
+    if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+        in_flight.keep_timers_off();
+    }
+    Ok(response.map(|body| InFlightBody::new(body, in_flight)))
 }
 
 /// Drives a draining `connection` until it finishes (`Some` of its result) or has served nothing for

@@ -548,6 +548,7 @@ impl HttpProxy {
 }
 
 /// Where `route` leaves a request.
+#[allow(clippy::large_enum_variant)] // returned once per request and matched at once: a box would cost an allocation
 enum Routed {
     /// Answered by the router itself, for the route it was meant for (if one took it).
     Answered(Option<Arc<Backend>>, Response<ProxyBody>),
