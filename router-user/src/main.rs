@@ -27,12 +27,17 @@ fn main() -> anyhow::Result<()> {
     let settings = Settings::parse();
     // HAProxy's nbthread: the worker threads that serve every listener.
     let threads = settings.limits.worker_threads()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("router-worker")
-        .enable_all()
-        .build()
-        .context("starting the worker threads")?;
+    // One thread serves everything on tokio's current-thread scheduler (as `nbthread 1` does): no wake-ups
+    // across threads and no run queues made for stealing.
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(threads);
+            builder
+        }
+    };
+    let runtime = builder.thread_name("router-worker").enable_all().build().context("starting the worker threads")?;
     runtime.block_on(serve(settings))
 }
 
