@@ -94,13 +94,15 @@ impl Progress<'_> {
         loop {
             // An empty buffer (every response's first two polls: right after sending, and on the wake-up
             // before the read) holds no head to look for.
-            if !self.conn.buf.is_empty() {
-                if let Some(head) = parse_response(&mut self.conn.buf, method)? {
-                    if head.status.is_informational() && head.status != http::StatusCode::SWITCHING_PROTOCOLS {
-                        continue; // 100 Continue, 103 Early Hints: the final response follows
-                    }
-                    return Poll::Ready(Ok(head));
+            let head = match self.conn.buf.is_empty() {
+                true => None,
+                false => parse_response(&mut self.conn.buf, method)?,
+            };
+            if let Some(head) = head {
+                if head.status.is_informational() && head.status != http::StatusCode::SWITCHING_PROTOCOLS {
+                    continue; // 100 Continue, 103 Early Hints: the final response follows
                 }
+                return Poll::Ready(Ok(head));
             }
             match self.conn.poll_fill(cx) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.failure(ExchangeError::Closed))),
